@@ -1,0 +1,86 @@
+# Laya — one hand-written Makefile. Targets: all (default), test, bench, asan, fuzz, neon-test, clean.
+CC      ?= cc
+BUILD   ?= build
+OPT     ?= -O2
+WERROR  ?=
+CFLAGS  ?=
+CFLAGS  += -std=c11 $(OPT) -g -Wall -Wextra -Wshadow $(WERROR) -fPIC -fvisibility=hidden \
+           -D_GNU_SOURCE -DLAYA_BUILD -Iinclude -Isrc -MMD -MP
+LDLIBS  += -lm -lpthread
+
+ARCH := $(shell $(CC) -dumpmachine)
+LIB_SRC := $(wildcard src/*.c) src/kernels/kernels.c src/kernels/kernels_ref.c
+ifneq (,$(findstring x86_64,$(ARCH)))
+LIB_SRC += src/kernels/kernels_avx2.c src/kernels/kernels_avx512.c
+endif
+ifneq (,$(findstring aarch64,$(ARCH)))
+LIB_SRC += src/kernels/kernels_neon.c
+endif
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+
+TEST_SRC := $(wildcard tests/test_*.c)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+
+all: $(BUILD)/laya $(BUILD)/liblaya.a $(BUILD)/liblaya.so
+
+# Per-file ISA flags: intrinsics only in these files; the dispatcher picks one at run time.
+$(BUILD)/src/kernels/kernels_avx2.o: CFLAGS += -mavx2 -mfma -mf16c
+$(BUILD)/src/kernels/kernels_avx512.o: CFLAGS += -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx2 -mfma -mf16c
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/liblaya.a: $(LIB_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(BUILD)/liblaya.so: $(LIB_OBJ)
+	$(CC) -shared -o $@ $^ $(LDLIBS)
+
+TOOL_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tools/*.c))
+$(BUILD)/laya: $(TOOL_OBJ) $(BUILD)/liblaya.a
+	$(CC) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/liblaya.a
+	$(CC) -o $@ $^ $(LDLIBS)
+
+test: all $(TEST_BIN)
+	@bash tests/run.sh $(BUILD)
+
+bench: all
+	@bash bench/run.sh $(BUILD)
+
+# Tests under AddressSanitizer and UndefinedBehaviorSanitizer, in a separate build tree.
+asan:
+	$(MAKE) BUILD=build/asan OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
+	    LDLIBS="-lm -lpthread -fsanitize=address,undefined" test
+
+# libFuzzer targets (clang). FUZZ_SECONDS per target; corpora under tests/fuzz/.
+FUZZ_SECONDS ?= 30
+FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+fuzz:
+	@mkdir -p build/fuzz
+	@for t in $(FUZZ_TARGETS); do \
+	  clang -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -DLAYA_BUILD -Iinclude -Isrc \
+	    tests/fuzz/fuzz_$$t.c $(filter-out src/kernels/%,$(wildcard src/*.c)) src/kernels/kernels.c src/kernels/kernels_ref.c \
+	    -DLAYA_NO_SIMD -lm -lpthread -o build/fuzz/fuzz_$$t || exit 1; \
+	  mkdir -p build/fuzz/corpus_$$t; \
+	  build/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) build/fuzz/corpus_$$t tests/fuzz/corpus_$$t || exit 1; \
+	done
+
+# NEON kernels: cross-compile for aarch64 and run the kernel tests under qemu-user.
+neon-test:
+	$(MAKE) CC=aarch64-linux-gnu-gcc BUILD=build/aarch64 $(addprefix build/aarch64/tests/,test_kernels test_quant)
+	QEMU_LD_PREFIX=/usr/aarch64-linux-gnu qemu-aarch64 build/aarch64/tests/test_kernels
+	QEMU_LD_PREFIX=/usr/aarch64-linux-gnu qemu-aarch64 build/aarch64/tests/test_quant
+
+format:
+	clang-format -i include/*.h src/*.c src/*.h src/kernels/*.c src/kernels/*.h tools/*.c tests/*.c
+
+clean:
+	rm -rf $(BUILD)
+
+.PHONY: all test bench asan fuzz neon-test format clean
+.SECONDARY:
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

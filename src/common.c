@@ -1,0 +1,76 @@
+/* common.c — the allocation hook, error formatting and status strings. */
+#include "common.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static void *libc_malloc(size_t n, void *ud) { (void)ud; return malloc(n); }
+static void libc_free(void *p, void *ud) { (void)ud; free(p); }
+static laya_alloc_hooks g_hooks = {libc_malloc, libc_free, NULL};
+
+void laya_set_alloc_hooks(const laya_alloc_hooks *h) {
+    if (h) g_hooks = *h;
+    else g_hooks = (laya_alloc_hooks){libc_malloc, libc_free, NULL};
+}
+
+/* Every block carries a 64-byte header holding the offset back to the hook's pointer, so that one
+ * laya_free serves plain and aligned allocations alike. */
+#define HDR 64
+void *laya_aligned_alloc(size_t align, size_t n) {
+    if (align < HDR) align = HDR;
+    if (n == 0 || (align & (align - 1)) || n > SIZE_MAX - align - HDR) return NULL;
+    unsigned char *raw = g_hooks.malloc_fn(n + align + HDR, g_hooks.ud);
+    if (!raw) return NULL;
+    uintptr_t p = ((uintptr_t)raw + HDR + align - 1) & ~(uintptr_t)(align - 1);
+    ((size_t *)p)[-1] = (size_t)(p - (uintptr_t)raw);
+    return (void *)p;
+}
+
+void *laya_malloc(size_t n) { return laya_aligned_alloc(HDR, n); }
+
+void *laya_calloc(size_t n, size_t size) {
+    uint64_t t;
+    if (ck_mul(n, size, &t) || t > SIZE_MAX) return NULL;
+    void *p = laya_malloc((size_t)t);
+    if (p) memset(p, 0, (size_t)t);
+    return p;
+}
+
+void laya_free(void *p) {
+    if (!p) return;
+    size_t off = ((size_t *)p)[-1];
+    g_hooks.free_fn((unsigned char *)p - off, g_hooks.ud);
+}
+
+char *laya_strndup(const char *s, size_t n) {
+    char *d = laya_malloc(n + 1);
+    if (!d) return NULL;
+    memcpy(d, s, n);
+    d[n] = 0;
+    return d;
+}
+
+laya_status laya_err(char *buf, size_t cap, laya_status st, const char *fmt, ...) {
+    if (buf && cap) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(buf, cap, fmt, ap);
+        va_end(ap);
+    }
+    return st;
+}
+
+const char *laya_status_str(laya_status s) {
+    switch (s) {
+    case LAYA_OK: return "ok";
+    case LAYA_ERR_INVALID_ARG: return "invalid argument";
+    case LAYA_ERR_NOMEM: return "out of memory";
+    case LAYA_ERR_IO: return "I/O error";
+    case LAYA_ERR_FORMAT: return "malformed file";
+    case LAYA_ERR_UNSUPPORTED: return "unsupported feature";
+    case LAYA_ERR_CAPACITY: return "capacity exceeded";
+    case LAYA_ERR_NOT_FOUND: return "not found";
+    case LAYA_ERR_TYPE: return "wrong type";
+    }
+    return "unknown status";
+}

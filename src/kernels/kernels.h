@@ -1,0 +1,51 @@
+/* kernels.h — the CPU compute kernels behind the forward pass, as a table of function pointers chosen
+ * once at run time by CPU detection. kernels_ref.c is the scalar reference (always built, the meaning of
+ * every kernel); kernels_avx2.c, kernels_avx512.c and kernels_neon.c are fast versions that must match it
+ * (tests/test_kernels.c checks every one on random and odd shapes). Intrinsics live only in those files. */
+#ifndef LAYA_KERNELS_H
+#define LAYA_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Matrix products y = x · Wᵀ where W has N rows of K elements of a weight type (qtypes.h) and x has B
+ * rows of K floats. x is first converted once per row into the "activation format" that pairs with the
+ * weight type, so a batch shares one pass over each weight row:
+ *   F32, F16, BF16 weights  -> activations stay F32 (K floats)
+ *   Q8_0, Q4_0 weights      -> block_q8_0 (int8 with one fp16 scale per 32)
+ *   Q4_K, Q6_K weights      -> block_q8_K (int8 with one f32 scale per 256, plus 16-element sums)
+ * K must be a multiple of the weight type's block size (the model loader checks this). */
+size_t kn_act_row_bytes(uint32_t wtype, int64_t K);
+
+typedef struct kn_ops {
+    const char *name; /* "scalar", "avx2", "avx512", "neon" */
+
+    /* One row of K floats -> activation format for wtype (kn_act_row_bytes bytes at xq). */
+    void (*quantize_act)(uint32_t wtype, const float *x, void *xq, int64_t K);
+
+    /* y[b * ldy + r] = dot(W row r, activation row b) for r in [r0, r1) and b in [0, B).
+     * W points at row 0; w_row_bytes = qt_row_bytes(wtype, K); act rows are act_row_bytes apart. */
+    void (*matmul)(uint32_t wtype, const void *W, size_t w_row_bytes, const void *act,
+                   size_t act_row_bytes, int B, int64_t K, int64_t r0, int64_t r1, float *y, size_t ldy);
+
+    float (*dot_f32)(const float *a, const float *b, int64_t n);
+    void (*axpy_f32)(float *y, float a, const float *x, int64_t n); /* y += a * x */
+} kn_ops;
+
+/* The best table this CPU supports (cached after the first call; thread-safe). The environment variable
+ * LAYA_KERNELS=scalar|avx2|avx512|neon forces one (ignored if the CPU lacks it). */
+const kn_ops *kn_best(void);
+/* A named table, or NULL if not compiled in or not supported by this CPU. */
+const kn_ops *kn_by_name(const char *name);
+
+/* Per-architecture tables (NULL-returning stubs are not allowed: a file is compiled only for its arch). */
+extern const kn_ops kn_ref_ops;
+#if defined(__x86_64__) || defined(__i386__)
+extern const kn_ops kn_avx2_ops;
+extern const kn_ops kn_avx512_ops;
+#endif
+#if defined(__aarch64__)
+extern const kn_ops kn_neon_ops;
+#endif
+
+#endif

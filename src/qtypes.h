@@ -1,0 +1,50 @@
+/* qtypes.h — tensor element types in ggml's numbering and block layouts, so llama.cpp's GGUF files load
+ * as they are. Scalar quantize/dequantize of whole rows lives in quant.c; fast dot products in kernels/. */
+#ifndef LAYA_QTYPES_H
+#define LAYA_QTYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+    QT_F32 = 0, QT_F16 = 1, QT_Q4_0 = 2, QT_Q4_1 = 3, QT_Q5_0 = 6, QT_Q5_1 = 7, QT_Q8_0 = 8, QT_Q8_1 = 9,
+    QT_Q2_K = 10, QT_Q3_K = 11, QT_Q4_K = 12, QT_Q5_K = 13, QT_Q6_K = 14, QT_Q8_K = 15,
+    QT_I8 = 24, QT_I16 = 25, QT_I32 = 26, QT_I64 = 27, QT_F64 = 28, QT_BF16 = 30,
+    QT_COUNT = 40
+};
+
+#define QK8_0 32
+#define QK4_0 32
+#define QK_K 256
+#define K_SCALE_SIZE 12
+
+typedef uint16_t qt_half; /* IEEE fp16 bits */
+
+typedef struct { qt_half d; int8_t qs[QK8_0]; } block_q8_0;                 /* 34 bytes */
+typedef struct { qt_half d; uint8_t qs[QK4_0 / 2]; } block_q4_0;            /* 18 bytes */
+typedef struct { qt_half d, dmin; uint8_t scales[K_SCALE_SIZE]; uint8_t qs[QK_K / 2]; } block_q4_K; /* 144 */
+typedef struct { uint8_t ql[QK_K / 2]; uint8_t qh[QK_K / 4]; int8_t scales[QK_K / 16]; qt_half d; } block_q6_K; /* 210 */
+/* Activations quantized for the K-quant dot products (never stored in files by Laya). */
+typedef struct { float d; int8_t qs[QK_K]; int16_t bsums[QK_K / 16]; } block_q8_K; /* 292 */
+
+typedef struct qt_traits {
+    const char *name;   /* "F32", "Q4_K", ... ; NULL for ids Laya does not know */
+    int32_t block;      /* elements per block */
+    int32_t bytes;      /* bytes per block */
+    int supported;      /* Laya can compute with it */
+} qt_traits;
+
+/* Traits of a type id; returns a traits record with name NULL for unknown ids (never NULL itself). */
+const qt_traits *qt_get(uint32_t type);
+/* Parse a name ("q8_0", "F16", ...) case-insensitively; -1 if unknown. */
+int qt_from_name(const char *name);
+/* Bytes of one row of n elements, or 0 when n is not a multiple of the block size. */
+size_t qt_row_bytes(uint32_t type, int64_t n);
+
+/* Scalar reference conversions of a row of n elements (n a multiple of the block size).
+ * quantize supports F32, F16, BF16, Q8_0, Q4_0 (what `laya quantize` writes), plus Q4_K/Q6_K for tests;
+ * dequantize supports every type with supported != 0. Rounding follows ggml's reference quantizers. */
+int qt_quantize_row(uint32_t type, const float *x, void *dst, int64_t n);
+int qt_dequantize_row(uint32_t type, const void *src, float *y, int64_t n);
+
+#endif
