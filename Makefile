@@ -45,7 +45,22 @@ $(BUILD)/laya: $(TOOL_OBJ) $(BUILD)/liblaya.a
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/liblaya.a
 	$(CC) -o $@ $^ $(LDLIBS)
 
-test: all $(TEST_BIN)
+# Parity fixtures: the committed F16 exports, decompressed, and F32/Q8_0/Q4_0 made from them by Laya.
+FIXTURE_MODELS := llama qwen2 qwen3
+FIXTURES := $(foreach m,$(FIXTURE_MODELS),$(foreach t,f16 f32 q8_0 q4_0,$(BUILD)/fixtures/tiny-$(m)-$(t).gguf))
+$(BUILD)/fixtures/tiny-%-f16.gguf: tests/fixtures/models/tiny-%-f16.gguf.xz
+	@mkdir -p $(dir $@)
+	xz -dc $< > $@.tmp && mv $@.tmp $@
+$(BUILD)/fixtures/tiny-%-f32.gguf: $(BUILD)/fixtures/tiny-%-f16.gguf $(BUILD)/laya
+	$(BUILD)/laya quantize $< $@ F32 > /dev/null
+$(BUILD)/fixtures/tiny-%-q8_0.gguf: $(BUILD)/fixtures/tiny-%-f16.gguf $(BUILD)/laya
+	$(BUILD)/laya quantize $< $@ Q8_0 > /dev/null
+$(BUILD)/fixtures/tiny-%-q4_0.gguf: $(BUILD)/fixtures/tiny-%-f16.gguf $(BUILD)/laya
+	$(BUILD)/laya quantize $< $@ Q4_0 > /dev/null
+
+fixtures: $(FIXTURES)
+
+test: all $(TEST_BIN) $(FIXTURES)
 	@bash tests/run.sh $(BUILD)
 
 bench: all
@@ -81,6 +96,7 @@ format:
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all test bench asan fuzz neon-test format clean
+
+.PHONY: fixtures all test bench asan fuzz neon-test format clean
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -22,6 +22,9 @@ enum gguf_vtype {
 
 typedef struct gguf_str { const char *p; uint64_t n; } gguf_str; /* view into the map, not NUL-terminated */
 
+/* data/data_size of a gguf_kv, by type: a scalar's bytes; for GGUF_STRING the u64 length prefix and the
+ * bytes; for arrays the elements as stored (strings: each with its u64 length prefix). Exactly what
+ * follows the type (and array header) in the file, which is what gguf_writer_copy_kv copies. */
 typedef struct gguf_kv {
     gguf_str key;
     uint32_t type;        /* enum gguf_vtype */
@@ -71,6 +74,22 @@ laya_status gguf_get_str(const gguf_file *f, const char *key, gguf_str *out);
 laya_status gguf_get_arr(const gguf_file *f, const char *key, uint32_t elem_type, const gguf_kv **out);
 gguf_str gguf_arr_str(const gguf_kv *kv, uint64_t i);   /* O(1) after open: offsets are indexed */
 double gguf_arr_num(const gguf_kv *kv, uint64_t i);     /* any numeric element type */
+/* Added: elem_type for gguf_get_arr that accepts an array of any element type. */
+#define GGUF_ARR_ANY 0xffffffffu
+/* Added notes: kv passed to gguf_arr_str/gguf_arr_num must come from gguf_kv_at/gguf_find_kv/gguf_get_arr
+ * of a file still open (the string index lives beside it). Out-of-range i, or a kv that is not an array
+ * of the right kind, gives {NULL, 0} / 0.0. Bool elements read as 0/1. */
+
+/* Added: "u32", "string", ...; "unknown" for ids >= GGUF_VTYPE_COUNT. Static storage. */
+const char *gguf_vtype_name(uint32_t type);
+
+/* Added: container-level checks of the tokenizer keys, for the model loader. If tokenizer.ggml.tokens is
+ * present it must be an array of strings with at most INT32_MAX entries; tokenizer.ggml.scores (f32) and
+ * tokenizer.ggml.token_type (i32) arrays, if present, must have the same length; every
+ * tokenizer.ggml.{bos,eos,unknown,padding,separator,eot,eom,fim_pre,fim_suf,fim_mid}_token_id present must
+ * be an integer in [0, n_tokens). Any of these without tokenizer.ggml.tokens is an error. LAYA_ERR_FORMAT
+ * and a message on failure. */
+laya_status gguf_check_token_ids(const gguf_file *f, char *err, size_t errlen);
 
 /* Writer: collect metadata and tensors in memory order, then write in one pass. Tensor data is copied
  * from the caller's pointers at gguf_writer_write time (pointers must stay valid until then). */
@@ -86,11 +105,19 @@ laya_status gguf_writer_set_str(gguf_writer *w, const char *key, const char *v);
 /* An array of n elements of a fixed-size type (not STRING/ARRAY), raw little-endian data. */
 laya_status gguf_writer_set_arr(gguf_writer *w, const char *key, uint32_t elem_type, const void *data, uint64_t n);
 laya_status gguf_writer_set_arr_str(gguf_writer *w, const char *key, const gguf_str *strs, uint64_t n);
+/* Added: a scalar of any fixed-size type (not STRING/ARRAY); v points at its little-endian bytes. */
+laya_status gguf_writer_set_scalar(gguf_writer *w, const char *key, uint32_t type, const void *v);
 /* Copy a metadata entry from an open file verbatim (any type, arrays of strings included). */
 laya_status gguf_writer_copy_kv(gguf_writer *w, const gguf_kv *kv);
 /* n_dims 1..4, ne[0] the row length; data holds qt_row_bytes(type, ne[0]) * rows bytes. */
 laya_status gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
                                    const int64_t *ne, const void *data);
+/* Added notes on the writer: setting a key that is already set replaces its value in place. Setters return
+ * LAYA_ERR_INVALID_ARG for an empty / non-UTF-8 / NUL-containing key, a bool other than 0/1, a bad shape or
+ * a row length that is not a multiple of the block size; LAYA_ERR_UNSUPPORTED for an unknown tensor type;
+ * LAYA_ERR_NOMEM. gguf_writer_write refuses duplicate tensor names and a general.alignment that is not a
+ * u32 power of two. It writes `path.tmp.<pid>.<n>` beside path and renames it over path only when every
+ * write, fsync and close succeeded; on failure path is untouched and the temporary file removed. */
 /* Write version 3 with `general.alignment` (default 32; set the key first to change it). */
 laya_status gguf_writer_write(gguf_writer *w, const char *path, char *err, size_t errlen);
 

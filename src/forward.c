@@ -1,0 +1,386 @@
+/* forward.c — contexts (per-sequence KV caches, scratch) and the forward pass of Llama/Qwen2/Qwen3:
+ * a straight-line decode over a batch of tokens from several sequences. All memory is allocated when the
+ * context is created; laya_decode never allocates. Matrix products are split by rows over the pool. */
+#include <math.h>
+#include <stdio.h>
+
+#include "model.h"
+
+struct laya_context {
+    const laya_model *m;
+    laya_context_params p;
+    lp_pool *pool;
+    int32_t kv_dim;
+    int32_t *seq_len;   /* (n_seq) positions held */
+    float *kcache;      /* (n_layer, n_seq, max_kv, kv_dim) keys after RoPE */
+    float *vcache;      /* (n_layer, n_seq, max_kv, kv_dim) */
+    float *rope_cs;     /* (max_kv, head_dim/2, 2) cos, sin */
+    /* scratch, (max_batch, ...) rows */
+    float *x, *xn, *q, *k, *v, *att, *gate, *up;
+    void *act;          /* quantized activations, (max_batch, act_row_cap) */
+    size_t act_row_cap;
+    float *scores;      /* (n_threads, max_kv) */
+    int32_t *pos;       /* (max_batch) position of each batch token */
+    int32_t *logit_row; /* (max_batch) row in logits, or -1 */
+    int32_t *out_idx;   /* (max_logits) batch index of each logits row */
+    float *logits;      /* (max_logits, n_vocab) */
+    int32_t n_out;
+    int32_t last_n;
+    char err[LAYA_ERR_MSG_MAX];
+};
+
+laya_context_params laya_context_default_params(void) {
+    laya_context_params p = {.n_seq = 1, .max_kv_size = 512, .max_batch = 512, .max_logits = 8};
+    return p;
+}
+
+const char *laya_context_error(const laya_context *c) { return c ? c->err : "context is NULL"; }
+
+void laya_context_free(laya_context *c) {
+    if (!c) return;
+    lp_free(c->pool);
+    void *bufs[] = {c->seq_len, c->kcache, c->vcache, c->rope_cs, c->x, c->xn, c->q, c->k, c->v, c->att,
+                    c->gate, c->up, c->act, c->scores, c->pos, c->logit_row, c->out_idx, c->logits};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) laya_free(bufs[i]);
+    laya_free(c);
+}
+
+/* rows × cols floats, 64-byte aligned, overflow-checked. */
+static float *alloc_f32(uint64_t rows, uint64_t cols) {
+    uint64_t n;
+    if (ck_mul(rows, cols, &n) || ck_mul(n, sizeof(float), &n) || n > SIZE_MAX) return NULL;
+    return laya_aligned_alloc(64, (size_t)n);
+}
+
+laya_status laya_context_create(const laya_model *m, laya_context_params p, laya_context **out, char *err,
+                                size_t errlen) {
+    if (!out) return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "out is NULL");
+    *out = NULL;
+    if (!m) return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "model is NULL");
+    if (m->vocab_only) return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "model was loaded vocab-only");
+    if (p.n_seq < 1 || p.n_seq > 4096 || p.max_kv_size < 1 || p.max_kv_size > (1 << 20) || p.max_batch < 1 ||
+        p.max_batch > (1 << 16) || p.max_logits < 1 || p.max_logits > p.max_batch)
+        return laya_err(err, errlen, LAYA_ERR_INVALID_ARG,
+                        "context params out of range (n_seq %d, max_kv_size %d, max_batch %d, max_logits %d)",
+                        p.n_seq, p.max_kv_size, p.max_batch, p.max_logits);
+    const lm_hparams *h = &m->hp;
+    laya_context *c = laya_calloc(1, sizeof *c);
+    if (!c) return laya_err(err, errlen, LAYA_ERR_NOMEM, "out of memory");
+    c->m = m;
+    c->p = p;
+    c->kv_dim = h->n_head_kv * h->head_dim;
+    int64_t qd = (int64_t)h->n_head * h->head_dim;
+    int64_t kmax = LAYA_MAX(LAYA_MAX(h->n_embd, h->n_ff), qd);
+    uint64_t B = (uint64_t)p.max_batch, cache_rows = (uint64_t)h->n_layer * p.n_seq * p.max_kv_size;
+    c->act_row_cap = (size_t)kmax * sizeof(float); /* F32 activations are the widest format */
+    laya_status st = lp_create(m->n_threads, &c->pool);
+    if (st) goto oom;
+    c->seq_len = laya_calloc((size_t)p.n_seq, sizeof(int32_t));
+    c->kcache = alloc_f32(cache_rows, (uint64_t)c->kv_dim);
+    c->vcache = alloc_f32(cache_rows, (uint64_t)c->kv_dim);
+    c->rope_cs = alloc_f32((uint64_t)p.max_kv_size, (uint64_t)h->head_dim);
+    c->x = alloc_f32(B, h->n_embd);
+    c->xn = alloc_f32(B, h->n_embd);
+    c->q = alloc_f32(B, (uint64_t)qd);
+    c->k = alloc_f32(B, c->kv_dim);
+    c->v = alloc_f32(B, c->kv_dim);
+    c->att = alloc_f32(B, (uint64_t)qd);
+    c->gate = alloc_f32(B, h->n_ff);
+    c->up = alloc_f32(B, h->n_ff);
+    c->act = alloc_f32(B, (uint64_t)kmax);
+    c->scores = alloc_f32((uint64_t)lp_n_threads(c->pool), (uint64_t)p.max_kv_size);
+    c->pos = laya_calloc(B, sizeof(int32_t));
+    c->logit_row = laya_calloc(B, sizeof(int32_t));
+    c->out_idx = laya_calloc((size_t)p.max_logits, sizeof(int32_t));
+    c->logits = alloc_f32((uint64_t)p.max_logits, (uint64_t)h->n_vocab);
+    if (!c->seq_len || !c->kcache || !c->vcache || !c->rope_cs || !c->x || !c->xn || !c->q || !c->k || !c->v ||
+        !c->att || !c->gate || !c->up || !c->act || !c->scores || !c->pos || !c->logit_row || !c->out_idx ||
+        !c->logits)
+        goto oom;
+    /* RoPE table. Frequencies in float32 as transformers computes them; angles in double. */
+    int half = h->head_dim / 2;
+    for (int j = 0; j < half; j++) {
+        float inv = (float)(1.0 / pow((double)h->rope_theta, (double)(2 * j) / (double)h->head_dim));
+        if (m->rope_freqs) inv = inv / m->rope_freqs[j];
+        for (int t = 0; t < p.max_kv_size; t++) {
+            float ang = (float)t * inv;
+            c->rope_cs[((size_t)t * half + j) * 2 + 0] = cosf(ang);
+            c->rope_cs[((size_t)t * half + j) * 2 + 1] = sinf(ang);
+        }
+    }
+    *out = c;
+    return LAYA_OK;
+oom:
+    laya_context_free(c);
+    return laya_err(err, errlen, LAYA_ERR_NOMEM,
+                    "out of memory creating a context (n_seq %d, max_kv_size %d, max_batch %d)", p.n_seq,
+                    p.max_kv_size, p.max_batch);
+}
+
+int32_t laya_seq_len(const laya_context *c, int32_t seq) {
+    if (!c || seq < 0 || seq >= c->p.n_seq) return -1;
+    return c->seq_len[seq];
+}
+
+laya_status laya_seq_truncate(laya_context *c, int32_t seq, int32_t n_pos) {
+    if (!c) return LAYA_ERR_INVALID_ARG;
+    if (seq < 0 || seq >= c->p.n_seq || n_pos < 0 || n_pos > c->seq_len[seq])
+        return laya_err(c->err, sizeof c->err, LAYA_ERR_INVALID_ARG, "truncate seq %d to %d: out of range", seq, n_pos);
+    c->seq_len[seq] = n_pos;
+    return LAYA_OK;
+}
+
+static size_t cache_off(const laya_context *c, int layer, int seq, int pos) {
+    return (((size_t)layer * c->p.n_seq + seq) * c->p.max_kv_size + pos) * c->kv_dim;
+}
+
+laya_status laya_seq_fork(laya_context *c, int32_t src, int32_t dst, int32_t n_pos) {
+    if (!c) return LAYA_ERR_INVALID_ARG;
+    if (src < 0 || src >= c->p.n_seq || dst < 0 || dst >= c->p.n_seq || n_pos < 0 || n_pos > c->seq_len[src])
+        return laya_err(c->err, sizeof c->err, LAYA_ERR_INVALID_ARG, "fork %d -> %d at %d: out of range", src, dst,
+                        n_pos);
+    if (src != dst && n_pos > 0) {
+        for (int l = 0; l < c->m->hp.n_layer; l++) {
+            size_t n = (size_t)n_pos * c->kv_dim * sizeof(float);
+            memcpy(c->kcache + cache_off(c, l, dst, 0), c->kcache + cache_off(c, l, src, 0), n);
+            memcpy(c->vcache + cache_off(c, l, dst, 0), c->vcache + cache_off(c, l, src, 0), n);
+        }
+    }
+    c->seq_len[dst] = n_pos;
+    return LAYA_OK;
+}
+
+const float *laya_get_logits(const laya_context *c, int32_t i) {
+    if (!c || i < 0 || i >= c->last_n || c->logit_row[i] < 0) return NULL;
+    return c->logits + (size_t)c->logit_row[i] * c->m->hp.n_vocab;
+}
+
+/* ---- parallel pieces ------------------------------------------------------------------------------ */
+
+/* Up to three matrices with the same input (q/k/v, gate/up) in one pool job: fewer synchronisations. */
+typedef struct mm_job {
+    const kn_ops *kn;
+    int n;
+    const lm_mat *w[3];
+    float *y[3];
+    size_t ldy[3];
+    const void *act;
+    size_t act_rb;
+    int B;
+} mm_job;
+
+static void mm_worker(void *arg, int ith, int nth) {
+    mm_job *j = arg;
+    for (int i = 0; i < j->n; i++) {
+        int64_t rows = j->w[i]->rows;
+        /* Chunks of 16 rows keep every thread's range aligned for the kernels' row tiling. */
+        int64_t nblk = (rows + 15) / 16;
+        int64_t r0 = (nblk * ith / nth) * 16, r1 = LAYA_MIN(rows, (nblk * (ith + 1) / nth) * 16);
+        if (r0 < r1)
+            j->kn->matmul(j->w[i]->type, j->w[i]->data, j->w[i]->row_bytes, j->act, j->act_rb, j->B,
+                          j->w[i]->cols, r0, r1, j->y[i], j->ldy[i]);
+    }
+}
+
+/* y_i = x · W_iᵀ for the n matrices (all with the same type class and K). */
+static void matmul_multi(laya_context *c, int n, const lm_mat *const *w, float *const *y, const size_t *ldy,
+                         const float *x, int B) {
+    const kn_ops *kn = c->m->kn;
+    int64_t K = w[0]->cols;
+    size_t rb = kn_act_row_bytes(w[0]->type, K);
+    for (int b = 0; b < B; b++) kn->quantize_act(w[0]->type, x + (size_t)b * K, (char *)c->act + b * rb, K);
+    mm_job j = {.kn = kn, .n = 0, .act = c->act, .act_rb = rb, .B = B};
+    for (int i = 0; i < n; i++) {
+        /* A matrix of another activation format (mixed-type files such as Q4_K_M) gets its own pass;
+         * the formats all have different row sizes, so the size identifies the format. */
+        if (kn_act_row_bytes(w[i]->type, K) != rb) {
+            lp_run(c->pool, mm_worker, &j);
+            matmul_multi(c, n - i, w + i, y + i, ldy + i, x, B);
+            return;
+        }
+        j.w[j.n] = w[i];
+        j.y[j.n] = y[i];
+        j.ldy[j.n] = ldy[i];
+        j.n++;
+    }
+    lp_run(c->pool, mm_worker, &j);
+}
+
+static void matmul1(laya_context *c, const lm_mat *w, float *y, size_t ldy, const float *x, int B) {
+    const lm_mat *ws[1] = {w};
+    float *ys[1] = {y};
+    size_t ls[1] = {ldy};
+    matmul_multi(c, 1, ws, ys, ls, x, B);
+}
+
+typedef struct att_job {
+    laya_context *c;
+    int layer, n;
+    const int32_t *seq;
+} att_job;
+
+static void att_worker(void *arg, int ith, int nth) {
+    att_job *j = arg;
+    laya_context *c = j->c;
+    const lm_hparams *h = &c->m->hp;
+    const kn_ops *kn = c->m->kn;
+    int hd = h->head_dim, group = h->n_head / h->n_head_kv;
+    int64_t tasks = (int64_t)j->n * h->n_head;
+    int64_t t0 = tasks * ith / nth, t1 = tasks * (ith + 1) / nth;
+    float *sc = c->scores + (size_t)ith * c->p.max_kv_size;
+    float scale = 1.0f / sqrtf((float)hd);
+    for (int64_t t = t0; t < t1; t++) {
+        int i = (int)(t / h->n_head), hh = (int)(t % h->n_head), g = hh / group;
+        int s = j->seq[i], npos = c->pos[i] + 1; /* causal: positions 0..pos[i] */
+        const float *q = c->q + (size_t)i * h->n_head * hd + (size_t)hh * hd;
+        const float *kb = c->kcache + cache_off(c, j->layer, s, 0) + (size_t)g * hd;
+        const float *vb = c->vcache + cache_off(c, j->layer, s, 0) + (size_t)g * hd;
+        float mx = -INFINITY;
+        for (int p = 0; p < npos; p++) {
+            sc[p] = kn->dot_f32(q, kb + (size_t)p * c->kv_dim, hd) * scale;
+            if (sc[p] > mx) mx = sc[p];
+        }
+        float sum = 0.0f;
+        for (int p = 0; p < npos; p++) {
+            sc[p] = expf(sc[p] - mx);
+            sum += sc[p];
+        }
+        float inv = 1.0f / sum;
+        float *o = c->att + (size_t)i * h->n_head * hd + (size_t)hh * hd;
+        memset(o, 0, (size_t)hd * sizeof(float));
+        for (int p = 0; p < npos; p++) kn->axpy_f32(o, sc[p] * inv, vb + (size_t)p * c->kv_dim, hd);
+    }
+}
+
+/* ---- small row operations (cheap next to the matrix products) ------------------------------------- */
+
+static void rms_norm(float *y, const float *x, const float *w, int n, float eps) {
+    double ss = 0.0;
+    for (int i = 0; i < n; i++) ss += (double)x[i] * x[i];
+    float r = (float)(1.0 / sqrt(ss / n + eps));
+    for (int i = 0; i < n; i++) y[i] = x[i] * r * w[i];
+}
+
+static void rope(float *v, const float *cs, int hd, int neox) {
+    int half = hd / 2;
+    for (int j = 0; j < half; j++) {
+        float c = cs[2 * j], s = cs[2 * j + 1];
+        int a = neox ? j : 2 * j, b = neox ? j + half : 2 * j + 1;
+        float x0 = v[a], x1 = v[b];
+        v[a] = x0 * c - x1 * s;
+        v[b] = x0 * s + x1 * c;
+    }
+}
+
+/* ---- the forward pass ------------------------------------------------------------------------------ */
+
+laya_status laya_decode(laya_context *c, laya_batch bt) {
+    if (!c) return LAYA_ERR_INVALID_ARG;
+    const laya_model *m = c->m;
+    const lm_hparams *h = &m->hp;
+    int n = bt.n;
+    if (n < 1 || !bt.tokens || !bt.seq)
+        return laya_err(c->err, sizeof c->err, LAYA_ERR_INVALID_ARG, "empty batch or NULL arrays");
+    if (n > c->p.max_batch)
+        return laya_err(c->err, sizeof c->err, LAYA_ERR_CAPACITY, "batch of %d tokens exceeds max_batch %d", n,
+                        c->p.max_batch);
+    /* Validate everything and assign positions before touching any state. */
+    int n_out = 0;
+    for (int i = 0; i < n; i++) {
+        int s = bt.seq[i];
+        if (s < 0 || s >= c->p.n_seq)
+            return laya_err(c->err, sizeof c->err, LAYA_ERR_INVALID_ARG, "token %d: sequence %d out of range", i, s);
+        if (bt.tokens[i] < 0 || bt.tokens[i] >= h->n_vocab)
+            return laya_err(c->err, sizeof c->err, LAYA_ERR_INVALID_ARG, "token %d: id %d out of range [0, %d)", i,
+                            bt.tokens[i], h->n_vocab);
+        int p = c->seq_len[s];
+        for (int k = 0; k < i; k++) p += bt.seq[k] == s;
+        if (p >= c->p.max_kv_size)
+            return laya_err(c->err, sizeof c->err, LAYA_ERR_CAPACITY,
+                            "sequence %d would grow past max_kv_size %d", s, c->p.max_kv_size);
+        c->pos[i] = p;
+        int want;
+        if (bt.want_logits) {
+            want = bt.want_logits[i] != 0;
+        } else {
+            want = 1;
+            for (int k = i + 1; k < n; k++) want &= bt.seq[k] != s;
+        }
+        c->logit_row[i] = -1;
+        if (want) {
+            if (n_out == c->p.max_logits)
+                return laya_err(c->err, sizeof c->err, LAYA_ERR_CAPACITY, "more than max_logits %d outputs requested",
+                                c->p.max_logits);
+            c->out_idx[n_out] = i;
+            c->logit_row[i] = n_out++;
+        }
+    }
+    c->n_out = n_out;
+    c->last_n = n;
+
+    const int d = h->n_embd, hd = h->head_dim, qd = h->n_head * hd, kvd = c->kv_dim, ff = h->n_ff;
+    for (int i = 0; i < n; i++)
+        qt_dequantize_row(m->tok_embd.type, (const char *)m->tok_embd.data + (size_t)bt.tokens[i] * m->tok_embd.row_bytes,
+                          c->x + (size_t)i * d, d);
+
+    for (int il = 0; il < h->n_layer; il++) {
+        const lm_layer *L = &m->layers[il];
+        /* attention */
+        for (int i = 0; i < n; i++) rms_norm(c->xn + (size_t)i * d, c->x + (size_t)i * d, L->attn_norm, d, h->norm_eps);
+        {
+            const lm_mat *ws[3] = {&L->wq, &L->wk, &L->wv};
+            float *ys[3] = {c->q, c->k, c->v};
+            size_t ls[3] = {(size_t)qd, (size_t)kvd, (size_t)kvd};
+            matmul_multi(c, 3, ws, ys, ls, c->xn, n);
+        }
+        for (int i = 0; i < n; i++) {
+            float *q = c->q + (size_t)i * qd, *k = c->k + (size_t)i * kvd, *v = c->v + (size_t)i * kvd;
+            if (L->bq) {
+                for (int e = 0; e < qd; e++) q[e] += L->bq[e];
+                for (int e = 0; e < kvd; e++) k[e] += L->bk[e];
+                for (int e = 0; e < kvd; e++) v[e] += L->bv[e];
+            }
+            const float *cs = c->rope_cs + (size_t)c->pos[i] * hd;
+            for (int hh = 0; hh < h->n_head; hh++) {
+                if (L->q_norm) rms_norm(q + hh * hd, q + hh * hd, L->q_norm, hd, h->norm_eps);
+                rope(q + hh * hd, cs, hd, h->rope_neox);
+            }
+            for (int hh = 0; hh < h->n_head_kv; hh++) {
+                if (L->k_norm) rms_norm(k + hh * hd, k + hh * hd, L->k_norm, hd, h->norm_eps);
+                rope(k + hh * hd, cs, hd, h->rope_neox);
+            }
+            size_t off = cache_off(c, il, bt.seq[i], c->pos[i]);
+            memcpy(c->kcache + off, k, (size_t)kvd * sizeof(float));
+            memcpy(c->vcache + off, v, (size_t)kvd * sizeof(float));
+        }
+        att_job aj = {.c = c, .layer = il, .n = n, .seq = bt.seq};
+        lp_run(c->pool, att_worker, &aj);
+        matmul1(c, &L->wo, c->xn, (size_t)d, c->att, n);
+        for (size_t e = 0; e < (size_t)n * d; e++) c->x[e] += c->xn[e];
+
+        /* feed-forward: down(silu(gate(x)) * up(x)) */
+        for (int i = 0; i < n; i++) rms_norm(c->xn + (size_t)i * d, c->x + (size_t)i * d, L->ffn_norm, d, h->norm_eps);
+        {
+            const lm_mat *ws[2] = {&L->w_gate, &L->w_up};
+            float *ys[2] = {c->gate, c->up};
+            size_t ls[2] = {(size_t)ff, (size_t)ff};
+            matmul_multi(c, 2, ws, ys, ls, c->xn, n);
+        }
+        for (size_t e = 0; e < (size_t)n * ff; e++) {
+            float g = c->gate[e];
+            c->gate[e] = g / (1.0f + expf(-g)) * c->up[e];
+        }
+        matmul1(c, &L->w_down, c->xn, (size_t)d, c->gate, n);
+        for (size_t e = 0; e < (size_t)n * d; e++) c->x[e] += c->xn[e];
+    }
+
+    /* Output layer only for the rows that asked for logits. */
+    if (n_out > 0) {
+        for (int r = 0; r < n_out; r++)
+            rms_norm(c->xn + (size_t)r * d, c->x + (size_t)c->out_idx[r] * d, m->output_norm, d, h->norm_eps);
+        matmul1(c, &m->output, c->logits, (size_t)h->n_vocab, c->xn, n_out);
+    }
+    for (int i = 0; i < n; i++)
+        if (c->pos[i] + 1 > c->seq_len[bt.seq[i]]) c->seq_len[bt.seq[i]] = c->pos[i] + 1;
+    return LAYA_OK;
+}

@@ -1,0 +1,90 @@
+/* kernels.c — picks a kernel table at run time: CPU feature detection (cpuid + xgetbv on x86, getauxval
+ * on aarch64), the LAYA_KERNELS override, and the activation-format sizes. No kernels live here.
+ * Built with -DLAYA_NO_SIMD (the fuzz targets), only the scalar table exists. */
+#include "kernels.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "qtypes.h"
+
+#if !defined(LAYA_NO_SIMD) && (defined(__x86_64__) || defined(__i386__))
+#define KN_X86 1
+#include <cpuid.h>
+#elif !defined(LAYA_NO_SIMD) && defined(__aarch64__)
+#define KN_ARM 1
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMD
+#define HWCAP_ASIMD (1 << 1)
+#endif
+#endif
+
+size_t kn_act_row_bytes(uint32_t wtype, int64_t K) {
+    if (K <= 0) return 0;
+    switch (wtype) {
+    case QT_F32:
+    case QT_F16:
+    case QT_BF16: return (size_t)K * sizeof(float);
+    case QT_Q8_0:
+    case QT_Q4_0: return K % QK8_0 ? 0 : (size_t)(K / QK8_0) * sizeof(block_q8_0);
+    case QT_Q4_K:
+    case QT_Q6_K: return K % QK_K ? 0 : (size_t)(K / QK_K) * sizeof(block_q8_K);
+    }
+    return 0;
+}
+
+#ifdef KN_X86
+/* Which register state the OS saves on context switch (XCR0). A CPU may support AVX-512 while the OS
+ * (or a hypervisor) leaves the ZMM state off; using it then faults, so cpuid bits alone are not enough. */
+static uint64_t xcr0(void) {
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (uint64_t)hi << 32 | lo;
+}
+
+/* Bit 0: avx2 table usable (AVX2, FMA, F16C, OS saves YMM); bit 1: avx512 table usable (F, BW, VL,
+ * DQ, VNNI, OS saves ZMM and opmask state). */
+static int x86_features(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    int osxsave = (c >> 27) & 1, avx = (c >> 28) & 1, fma = (c >> 12) & 1, f16c = (c >> 29) & 1;
+    if (!osxsave || !avx) return 0;
+    uint64_t x = xcr0();
+    if ((x & 0x6) != 0x6) return 0;
+    if (__get_cpuid_max(0, NULL) < 7) return 0;
+    __cpuid_count(7, 0, a, b, c, d);
+    int avx2 = (b >> 5) & 1;
+    int f = (b >> 16) & 1, dq = (b >> 17) & 1, bw = (b >> 30) & 1, vl = (b >> 31) & 1, vnni = (c >> 11) & 1;
+    int r = (avx2 && fma && f16c) ? 1 : 0;
+    if (r && f && dq && bw && vl && vnni && (x & 0xe6) == 0xe6) r |= 2;
+    return r;
+}
+#endif
+
+const kn_ops *kn_by_name(const char *name) {
+    if (!name) return NULL;
+    if (!strcmp(name, "scalar") || !strcmp(name, "ref")) return &kn_ref_ops;
+#ifdef KN_X86
+    if (!strcmp(name, "avx2")) return (x86_features() & 1) ? &kn_avx2_ops : NULL;
+    if (!strcmp(name, "avx512")) return (x86_features() & 2) ? &kn_avx512_ops : NULL;
+#endif
+#ifdef KN_ARM
+    if (!strcmp(name, "neon")) return (getauxval(AT_HWCAP) & HWCAP_ASIMD) ? &kn_neon_ops : NULL;
+#endif
+    return NULL;
+}
+
+/* Every thread computes the same answer, so a racy first call only repeats the detection. */
+static const kn_ops *_Atomic g_best;
+
+const kn_ops *kn_best(void) {
+    const kn_ops *k = g_best;
+    if (k) return k;
+    const char *env = getenv("LAYA_KERNELS");
+    if (env && *env) k = kn_by_name(env);
+    static const char *const order[] = {"avx512", "avx2", "neon"};
+    for (size_t i = 0; !k && i < sizeof order / sizeof *order; i++) k = kn_by_name(order[i]);
+    if (!k) k = &kn_ref_ops;
+    g_best = k;
+    return k;
+}

@@ -1,0 +1,170 @@
+/* kernels_ref.c — the scalar reference kernels: plain C, no intrinsics, always built. They define what
+ * every kernel means (the SIMD tables must match them) and are the fallback on CPUs without a SIMD table.
+ * Written to be read, not to be fast. */
+#include <string.h>
+
+#include "common.h"
+#include "kernels.h"
+#include "qtypes.h"
+
+/* Round to nearest, ties to even, for |v| < 2^22: adding 1.5 * 2^23 pushes the fraction out of the
+ * mantissa under the default rounding mode. Chosen over roundf because every SIMD table rounds this way
+ * (cvtps2dq, fcvtns), so all tables produce identical activation bytes. */
+static float round_even(float v) { return (v + 12582912.0f) - 12582912.0f; }
+
+/* Activation quantization: d = amax / 127, q = round_even(x * (1 / d)); q is always in [-127, 127], which
+ * the SIMD kernels rely on (their sign trick cannot negate -128). */
+static int8_t q8(float v) {
+    float r = round_even(v);
+    if (!(r == r)) return 0; /* NaN input: keep the conversion defined */
+    return (int8_t)(r > 127 ? 127 : r < -127 ? -127 : r);
+}
+
+static float amax_of(const float *x, int n) {
+    float m = 0;
+    for (int i = 0; i < n; i++) {
+        float a = x[i] < 0 ? -x[i] : x[i];
+        if (a > m) m = a;
+    }
+    return m;
+}
+
+static void ref_quantize_act(uint32_t wtype, const float *x, void *xq, int64_t K) {
+    switch (wtype) {
+    case QT_F32:
+    case QT_F16:
+    case QT_BF16: memcpy(xq, x, (size_t)K * sizeof(float)); return;
+    case QT_Q8_0:
+    case QT_Q4_0:
+        for (int64_t i = 0; i < K / QK8_0; i++) {
+            block_q8_0 *b = (block_q8_0 *)xq + i;
+            const float *v = x + i * QK8_0;
+            float d = amax_of(v, QK8_0) / 127, id = d ? 1 / d : 0;
+            b->d = f32_to_fp16(d);
+            for (int j = 0; j < QK8_0; j++) b->qs[j] = q8(v[j] * id);
+        }
+        return;
+    case QT_Q4_K:
+    case QT_Q6_K:
+        for (int64_t i = 0; i < K / QK_K; i++) {
+            block_q8_K *b = (block_q8_K *)xq + i;
+            const float *v = x + i * QK_K;
+            float d = amax_of(v, QK_K) / 127, id = d ? 1 / d : 0;
+            b->d = d;
+            for (int j = 0; j < QK_K; j++) b->qs[j] = q8(v[j] * id);
+            for (int s = 0; s < QK_K / 16; s++) {
+                int sum = 0;
+                for (int j = 0; j < 16; j++) sum += b->qs[16 * s + j];
+                b->bsums[s] = (int16_t)sum;
+            }
+        }
+        return;
+    }
+}
+
+static void q4k_scales(const uint8_t *s, int sc[8], int mn[8]) {
+    for (int j = 0; j < 4; j++) {
+        sc[j] = s[j] & 63;
+        mn[j] = s[j + 4] & 63;
+        sc[j + 4] = (s[j + 8] & 15) | ((s[j] >> 6) << 4);
+        mn[j + 4] = (s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4);
+    }
+}
+
+/* Q6_K element e of a super-block as a signed 6-bit value (see quant.c for the layout). */
+static int q6k_at(const block_q6_K *b, int e) {
+    int h = e / 128, k = (e % 128) / 32, l = e % 32;
+    int lo = b->ql[64 * h + l + 32 * (k & 1)];
+    lo = k < 2 ? lo & 15 : lo >> 4;
+    return (lo | ((b->qh[32 * h + l] >> (2 * k)) & 3) << 4) - 32;
+}
+
+/* For the block formats: per block an exact integer dot product, then one float multiply-add with the
+ * product of the two scales. Every SIMD table computes the same integers and only sums floats in
+ * another order. */
+static void ref_matmul(uint32_t wtype, const void *W, size_t w_row_bytes, const void *act,
+                       size_t act_row_bytes, int B, int64_t K, int64_t r0, int64_t r1, float *y, size_t ldy) {
+    const uint8_t *wbase = W, *abase = act;
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *w = wbase + (size_t)r * w_row_bytes;
+        for (int b = 0; b < B; b++) {
+            const uint8_t *a = abase + (size_t)b * act_row_bytes;
+            float sum = 0;
+            switch (wtype) {
+            case QT_F32:
+                for (int64_t k = 0; k < K; k++) sum += ((const float *)w)[k] * ((const float *)a)[k];
+                break;
+            case QT_F16:
+                for (int64_t k = 0; k < K; k++) sum += fp16_to_f32(((const uint16_t *)w)[k]) * ((const float *)a)[k];
+                break;
+            case QT_BF16:
+                for (int64_t k = 0; k < K; k++) sum += bf16_to_f32(((const uint16_t *)w)[k]) * ((const float *)a)[k];
+                break;
+            case QT_Q8_0:
+            case QT_Q4_0:
+                for (int64_t i = 0; i < K / 32; i++) {
+                    const block_q8_0 *ab = (const block_q8_0 *)a + i;
+                    int wq[32], isum = 0;
+                    float dw;
+                    if (wtype == QT_Q8_0) {
+                        const block_q8_0 *wb = (const block_q8_0 *)w + i;
+                        dw = fp16_to_f32(wb->d);
+                        for (int j = 0; j < 32; j++) wq[j] = wb->qs[j];
+                    } else {
+                        const block_q4_0 *wb = (const block_q4_0 *)w + i;
+                        dw = fp16_to_f32(wb->d);
+                        for (int j = 0; j < 16; j++) wq[j] = (wb->qs[j] & 15) - 8, wq[j + 16] = (wb->qs[j] >> 4) - 8;
+                    }
+                    for (int j = 0; j < 32; j++) isum += wq[j] * ab->qs[j];
+                    sum += dw * fp16_to_f32(ab->d) * (float)isum;
+                }
+                break;
+            case QT_Q4_K:
+                for (int64_t i = 0; i < K / QK_K; i++) {
+                    const block_q4_K *wb = (const block_q4_K *)w + i;
+                    const block_q8_K *ab = (const block_q8_K *)a + i;
+                    int sc[8], mn[8], isum = 0, msum = 0;
+                    q4k_scales(wb->scales, sc, mn);
+                    for (int j = 0; j < 8; j++) {
+                        int s = 0;
+                        for (int l = 0; l < 32; l++) {
+                            int e = 32 * j + l, q = wb->qs[32 * (j / 2) + l];
+                            s += (j & 1 ? q >> 4 : q & 15) * ab->qs[e];
+                        }
+                        isum += sc[j] * s;
+                        msum += mn[j] * (ab->bsums[2 * j] + ab->bsums[2 * j + 1]);
+                    }
+                    sum += fp16_to_f32(wb->d) * ab->d * (float)isum - fp16_to_f32(wb->dmin) * ab->d * (float)msum;
+                }
+                break;
+            case QT_Q6_K:
+                for (int64_t i = 0; i < K / QK_K; i++) {
+                    const block_q6_K *wb = (const block_q6_K *)w + i;
+                    const block_q8_K *ab = (const block_q8_K *)a + i;
+                    int isum = 0;
+                    for (int s = 0; s < 16; s++) {
+                        int t = 0;
+                        for (int l = 0; l < 16; l++) t += q6k_at(wb, 16 * s + l) * ab->qs[16 * s + l];
+                        isum += wb->scales[s] * t;
+                    }
+                    sum += fp16_to_f32(wb->d) * ab->d * (float)isum;
+                }
+                break;
+            default: return; /* unsupported types never reach the kernels: the loader rejects them */
+            }
+            y[(size_t)b * ldy + (size_t)r] = sum;
+        }
+    }
+}
+
+static float ref_dot_f32(const float *a, const float *b, int64_t n) {
+    float s = 0;
+    for (int64_t i = 0; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+static void ref_axpy_f32(float *y, float a, const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
+}
+
+const kn_ops kn_ref_ops = {"scalar", ref_quantize_act, ref_matmul, ref_dot_f32, ref_axpy_f32};

@@ -1,0 +1,59 @@
+/* model.h — the loaded model (hyperparameters and weight views into the GGUF map) and the context
+ * (KV caches and scratch), shared by model.c (loading) and forward.c (the forward pass). Internal. */
+#ifndef LAYA_MODEL_H
+#define LAYA_MODEL_H
+
+#include "common.h"
+#include "gguf.h"
+#include "kernels/kernels.h"
+#include "pool.h"
+#include "qtypes.h"
+#include "tokenizer.h"
+
+typedef struct lm_mat {
+    const void *data; /* rows × row_bytes, into the map */
+    uint32_t type;    /* qtypes.h id */
+    int64_t rows, cols;
+    size_t row_bytes;
+} lm_mat;
+
+typedef struct lm_layer {
+    const float *attn_norm, *ffn_norm;  /* (n_embd) */
+    const float *bq, *bk, *bv;          /* (n_head*head_dim), (kv_dim), (kv_dim); qwen2 only */
+    const float *q_norm, *k_norm;       /* (head_dim); qwen3 only */
+    lm_mat wq, wk, wv;                  /* (n_embd) -> (n_head*head_dim), (kv_dim), (kv_dim) */
+    lm_mat wo;                          /* (n_head*head_dim) -> (n_embd) */
+    lm_mat w_gate, w_up;                /* (n_embd) -> (n_ff) */
+    lm_mat w_down;                      /* (n_ff) -> (n_embd) */
+} lm_layer;
+
+typedef struct lm_hparams {
+    int32_t n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, head_dim_v, n_ff, n_ctx_train;
+    float rope_theta, norm_eps;
+    int32_t rope_neox, tied_output, has_qkv_bias, has_qk_norm;
+} lm_hparams;
+
+#define LM_MAX_OWNED 16384
+
+struct laya_model {
+    gguf_file *gf;
+    tok_vocab *tok;
+    char arch[16];
+    char name[128];
+    lm_hparams hp;
+    lm_mat tok_embd;          /* (n_embd) per token row */
+    lm_mat output;            /* (n_embd) -> (n_vocab); == tok_embd when tied */
+    const float *output_norm; /* (n_embd) */
+    const float *rope_freqs;  /* (head_dim/2) frequency divisors (Llama 3 rope scaling) or NULL */
+    lm_layer *layers;         /* (n_layer) */
+    int vocab_only;
+    int n_threads;
+    const kn_ops *kn;
+    char **tensor_names;      /* NUL-terminated copies, for laya_model_tensor */
+    char *names_blob;
+    float *owned[LM_MAX_OWNED]; /* vectors converted to F32 at load */
+    int n_owned;
+    char err[LAYA_ERR_MSG_MAX];
+};
+
+#endif
