@@ -60,7 +60,21 @@ $(BUILD)/fixtures/tiny-%-q4_0.gguf: $(BUILD)/fixtures/tiny-%-f16.gguf $(BUILD)/l
 
 fixtures: $(FIXTURES)
 
+# The main job on the bundled model: a greedy continuation.
+demo: all $(BUILD)/fixtures/tiny-qwen3-f16.gguf
+	$(BUILD)/laya info -m $(BUILD)/fixtures/tiny-qwen3-f16.gguf
+	$(BUILD)/laya run -m $(BUILD)/fixtures/tiny-qwen3-f16.gguf -p "The file system" -n 24
+
+# NEON kernels are cross-compiled and run under qemu-user when the tools are installed (CI installs them).
+HAVE_CROSS := $(shell command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && command -v qemu-aarch64 >/dev/null 2>&1 && echo 1)
+NEON_TESTS := test_kernels test_quant
+
 test: all $(TEST_BIN) $(FIXTURES)
+ifeq ($(HAVE_CROSS)$(findstring x86_64,$(ARCH)),1x86_64)
+	@$(MAKE) --no-print-directory CC=aarch64-linux-gnu-gcc BUILD=$(BUILD)/aarch64 $(addprefix $(BUILD)/aarch64/tests/,$(NEON_TESTS))
+else
+	@echo "note: aarch64 cross tools not found; NEON kernel tests not run (apt-get install gcc-aarch64-linux-gnu qemu-user)"
+endif
 	@bash tests/run.sh $(BUILD)
 
 bench: all
@@ -68,7 +82,7 @@ bench: all
 
 # Tests under AddressSanitizer and UndefinedBehaviorSanitizer, in a separate build tree.
 asan:
-	$(MAKE) BUILD=build/asan OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
+	$(MAKE) HAVE_CROSS= BUILD=build/asan OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
 	    LDLIBS="-lm -lpthread -fsanitize=address,undefined" test
 
 # libFuzzer targets (clang). FUZZ_SECONDS per target; corpora under tests/fuzz/.
@@ -84,11 +98,10 @@ fuzz:
 	  build/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) build/fuzz/corpus_$$t tests/fuzz/corpus_$$t || exit 1; \
 	done
 
-# NEON kernels: cross-compile for aarch64 and run the kernel tests under qemu-user.
+# NEON kernels alone: cross-compile for aarch64 and run the kernel tests under qemu-user.
 neon-test:
-	$(MAKE) CC=aarch64-linux-gnu-gcc BUILD=build/aarch64 $(addprefix build/aarch64/tests/,test_kernels test_quant)
-	QEMU_LD_PREFIX=/usr/aarch64-linux-gnu qemu-aarch64 build/aarch64/tests/test_kernels
-	QEMU_LD_PREFIX=/usr/aarch64-linux-gnu qemu-aarch64 build/aarch64/tests/test_quant
+	$(MAKE) CC=aarch64-linux-gnu-gcc BUILD=build/aarch64 $(addprefix build/aarch64/tests/,$(NEON_TESTS))
+	for t in $(NEON_TESTS); do QEMU_LD_PREFIX=/usr/aarch64-linux-gnu qemu-aarch64 build/aarch64/tests/$$t || exit 1; done
 
 format:
 	clang-format -i include/*.h src/*.c src/*.h src/kernels/*.c src/kernels/*.h tools/*.c tests/*.c
@@ -97,6 +110,6 @@ clean:
 	rm -rf $(BUILD)
 
 
-.PHONY: fixtures all test bench asan fuzz neon-test format clean
+.PHONY: demo fixtures all test bench asan fuzz neon-test format clean
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

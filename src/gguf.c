@@ -42,6 +42,7 @@ struct gguf_file {
     size_t *kv_by_key;  /* indices into kv sorted by key: duplicate detection and binary-search lookup */
     size_t *t_by_name;  /* same for tensor names */
     uint64_t *str_pool; /* every string array's offset index, one allocation */
+    struct srec *scratch; /* during open only */
 };
 
 static int host_is_le(void) {
@@ -106,31 +107,50 @@ static int str_cmp(gguf_str a, gguf_str b) {
     return (a.n > b.n) - (a.n < b.n);
 }
 
-/* Heapsort of an index array: O(n log n) worst case with no allocation, so a hostile file cannot make
- * duplicate detection quadratic (a naive quicksort could be driven there). */
-typedef int (*idx_cmp)(const void *ctx, size_t a, size_t b);
+/* Sort records: a 64-bit key that settles most comparisons without touching the entries (the first 8 bytes
+ * of a name, big-endian and zero-padded, which orders like str_cmp because names hold no NUL; or an
+ * offset), and the entry's index. Heapsort: O(n log n) worst case and no allocation of its own, so a
+ * hostile file cannot make duplicate detection quadratic (a naive quicksort could be driven there). */
+typedef struct srec { uint64_t k; size_t i; } srec;
+typedef int (*tie_fn)(const void *ctx, size_t a, size_t b); /* full order on a key tie, ending on index */
 
-static void sift_down(size_t *ix, size_t root, size_t n, idx_cmp cmp, const void *ctx) {
+static int srec_cmp(const srec *a, const srec *b, tie_fn tie, const void *ctx) {
+    if (a->k != b->k) return a->k < b->k ? -1 : 1;
+    return tie(ctx, a->i, b->i);
+}
+
+static void sift_down(srec *r, size_t root, size_t n, tie_fn tie, const void *ctx) {
     for (;;) {
         size_t c = 2 * root + 1;
         if (c >= n) return;
-        if (c + 1 < n && cmp(ctx, ix[c], ix[c + 1]) < 0) c++;
-        if (cmp(ctx, ix[root], ix[c]) >= 0) return;
-        size_t tmp = ix[root];
-        ix[root] = ix[c];
-        ix[c] = tmp;
+        if (c + 1 < n && srec_cmp(&r[c], &r[c + 1], tie, ctx) < 0) c++;
+        if (srec_cmp(&r[root], &r[c], tie, ctx) >= 0) return;
+        srec tmp = r[root];
+        r[root] = r[c];
+        r[c] = tmp;
         root = c;
     }
 }
 
-static void heap_sort(size_t *ix, size_t n, idx_cmp cmp, const void *ctx) {
-    for (size_t s = n / 2; s-- > 0;) sift_down(ix, s, n, cmp, ctx);
+static void sort_recs(srec *r, size_t n, tie_fn tie, const void *ctx) {
+    for (size_t s = n / 2; s-- > 0;) sift_down(r, s, n, tie, ctx);
     for (size_t end = n; end-- > 1;) {
-        size_t tmp = ix[0];
-        ix[0] = ix[end];
-        ix[end] = tmp;
-        sift_down(ix, 0, end, cmp, ctx);
+        srec tmp = r[0];
+        r[0] = r[end];
+        r[end] = tmp;
+        sift_down(r, 0, end, tie, ctx);
     }
+}
+
+static uint64_t key8(const char *p, uint64_t n) {
+    uint64_t k = 0;
+    for (uint64_t j = 0; j < 8; j++) k = k << 8 | (j < n ? (uint8_t)p[j] : 0);
+    return k;
+}
+
+static int tie_index(const void *ctx, size_t a, size_t b) {
+    (void)ctx;
+    return (a > b) - (a < b);
 }
 
 /* Ties broken by index so that messages name the earlier entry first. */
@@ -144,12 +164,6 @@ static int cmp_t_name(const void *ctx, size_t a, size_t b) {
     int c = str_cmp(t[a].name, t[b].name);
     return c ? c : (a > b) - (a < b);
 }
-static int cmp_t_offset(const void *ctx, size_t a, size_t b) {
-    const gguf_tensor *t = ctx;
-    if (t[a].offset != t[b].offset) return t[a].offset < t[b].offset ? -1 : 1;
-    return (a > b) - (a < b);
-}
-
 /* ------------------------------------------------------------------------------------------------------
  * Reader. A cursor over [0, size) with pos <= size always, so size - pos never underflows. */
 typedef struct rd {
@@ -378,13 +392,12 @@ static laya_status check_tensor_data(rd *r, gguf_file *f) {
 }
 
 /* Sorted by offset, two tensors overlap only if some pair of neighbours does. */
-
-static laya_status check_overlaps(rd *r, gguf_file *f, size_t *ix) {
+static laya_status check_overlaps(rd *r, gguf_file *f, srec *s) {
     size_t n = (size_t)f->n_tensors;
-    for (size_t i = 0; i < n; i++) ix[i] = i;
-    heap_sort(ix, n, cmp_t_offset, f->t);
+    for (size_t i = 0; i < n; i++) s[i] = (srec){f->t[i].offset, i};
+    sort_recs(s, n, tie_index, NULL);
     for (size_t i = 1; i < n; i++) {
-        const gguf_tensor *a = &f->t[ix[i - 1]], *b = &f->t[ix[i]];
+        const gguf_tensor *a = &f->t[s[i - 1].i], *b = &f->t[s[i].i];
         if (a->offset + a->size > b->offset) /* no overflow: both ranges were checked against the file */
             return failf(r, LAYA_ERR_FORMAT, "tensors '%.*s' [%" PRIu64 ", %" PRIu64 ") and '%.*s' [%" PRIu64
                          ", %" PRIu64 ") overlap in the data section", Q(a->name), a->offset, a->offset + a->size,
@@ -452,6 +465,10 @@ static laya_status open_impl(rd *r, gguf_file *f) {
         return failf(r, LAYA_ERR_FORMAT, "n_kv %" PRIu64 " and n_tensors %" PRIu64 " cannot both fit in the file "
                      "(%" PRIu64 " bytes after the header)", f->n_kv, f->n_tensors, rem);
 
+    /* Sort scratch for keys, offsets and names, freed when open returns. */
+    size_t n_scratch = (size_t)LAYA_MAX(f->n_kv, f->n_tensors);
+    if (n_scratch && !(f->scratch = laya_calloc(n_scratch, sizeof *f->scratch)))
+        return failf(r, LAYA_ERR_NOMEM, "out of memory for %zu sort records", n_scratch);
     if (f->n_kv) {
         f->kv = laya_calloc((size_t)f->n_kv, sizeof *f->kv);
         f->kv_by_key = laya_calloc((size_t)f->n_kv, sizeof *f->kv_by_key);
@@ -459,8 +476,9 @@ static laya_status open_impl(rd *r, gguf_file *f) {
     }
     uint64_t n_strs = 0;
     if ((st = parse_kvs(r, f, &n_strs))) return st;
-    for (size_t i = 0; i < f->n_kv; i++) f->kv_by_key[i] = i;
-    heap_sort(f->kv_by_key, (size_t)f->n_kv, cmp_kv_key, f->kv);
+    for (size_t i = 0; i < f->n_kv; i++) f->scratch[i] = (srec){key8(f->kv[i].kv.key.p, f->kv[i].kv.key.n), i};
+    sort_recs(f->scratch, (size_t)f->n_kv, cmp_kv_key, f->kv);
+    for (size_t i = 0; i < f->n_kv; i++) f->kv_by_key[i] = f->scratch[i].i;
     for (size_t i = 1; i < f->n_kv; i++) {
         size_t a = f->kv_by_key[i - 1], b = f->kv_by_key[i];
         if (!str_cmp(f->kv[a].kv.key, f->kv[b].kv.key))
@@ -486,12 +504,10 @@ static laya_status open_impl(rd *r, gguf_file *f) {
                      ", alignment %" PRIu64 "), past end of file (size %" PRIu64 ")", f->data_off, r->pos,
                      f->alignment, f->size);
     if ((st = check_tensor_data(r, f))) return st;
-    if (f->n_tensors > 1) {
-        /* t_by_name doubles as scratch for the offset sort, then is rebuilt for names. */
-        if ((st = check_overlaps(r, f, f->t_by_name))) return st;
-    }
-    for (size_t i = 0; i < f->n_tensors; i++) f->t_by_name[i] = i;
-    heap_sort(f->t_by_name, (size_t)f->n_tensors, cmp_t_name, f->t);
+    if (f->n_tensors > 1 && (st = check_overlaps(r, f, f->scratch))) return st;
+    for (size_t i = 0; i < f->n_tensors; i++) f->scratch[i] = (srec){key8(f->t[i].name.p, f->t[i].name.n), i};
+    sort_recs(f->scratch, (size_t)f->n_tensors, cmp_t_name, f->t);
+    for (size_t i = 0; i < f->n_tensors; i++) f->t_by_name[i] = f->scratch[i].i;
     for (size_t i = 1; i < f->n_tensors; i++) {
         size_t a = f->t_by_name[i - 1], b = f->t_by_name[i];
         if (!str_cmp(f->t[a].name, f->t[b].name))
@@ -504,6 +520,8 @@ static laya_status open_impl(rd *r, gguf_file *f) {
         if (!f->str_pool) return failf(r, LAYA_ERR_NOMEM, "out of memory for %" PRIu64 " string offsets", n_strs);
         index_strings(f);
     }
+    laya_free(f->scratch);
+    f->scratch = NULL;
     return LAYA_OK;
 }
 
@@ -573,6 +591,7 @@ void gguf_close(gguf_file *f) {
     laya_free(f->t);
     laya_free(f->t_by_name);
     laya_free(f->str_pool);
+    laya_free(f->scratch);
     if (f->map) munmap(f->map, f->map_len);
     laya_free(f);
 }
@@ -925,7 +944,7 @@ laya_status gguf_writer_set_str(gguf_writer *w, const char *key, const char *v) 
 
 laya_status gguf_writer_set_arr(gguf_writer *w, const char *key, uint32_t elem_type, const void *data, uint64_t n) {
     uint64_t es = vtype_size(elem_type), size;
-    if (!es || ck_mul(n, es, &size)) return LAYA_ERR_INVALID_ARG;
+    if (!es || ck_mul(n, es, &size) || (n && !data)) return LAYA_ERR_INVALID_ARG;
     if (elem_type == GGUF_BOOL)
         for (uint64_t i = 0; i < n; i++)
             if (((const uint8_t *)data)[i] > 1) return LAYA_ERR_INVALID_ARG;
@@ -1083,14 +1102,14 @@ laya_status gguf_writer_write(gguf_writer *w, const char *path, char *err, size_
                             " is not a power of two", align);
     }
     if (w->n_t > 1) {
-        size_t *ix = laya_calloc(w->n_t, sizeof *ix);
+        srec *ix = laya_calloc(w->n_t, sizeof *ix);
         if (!ix) return laya_err(err, errlen, LAYA_ERR_NOMEM, "out of memory");
-        for (size_t i = 0; i < w->n_t; i++) ix[i] = i;
-        heap_sort(ix, w->n_t, cmp_wt_name, w->t);
+        for (size_t i = 0; i < w->n_t; i++) ix[i] = (srec){key8(w->t[i].name, strlen(w->t[i].name)), i};
+        sort_recs(ix, w->n_t, cmp_wt_name, w->t);
         for (size_t i = 1; i < w->n_t; i++)
-            if (!strcmp(w->t[ix[i - 1]].name, w->t[ix[i]].name)) {
+            if (!strcmp(w->t[ix[i - 1].i].name, w->t[ix[i].i].name)) {
                 laya_status st = laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "duplicate tensor name '%.*s'", SHOW,
-                                          w->t[ix[i]].name);
+                                          w->t[ix[i].i].name);
                 laya_free(ix);
                 return st;
             }

@@ -651,3 +651,19 @@ void json_buf_num(json_buf *b, double x) {
         if (tmp[k] == ',') tmp[k] = '.';
     json_buf_raw(b, tmp, (size_t)n);
 }
+
+void json_buf_f32(json_buf *b, float x) {
+    if (x != x || x > 3.40282347e38f || x < -3.40282347e38f) {
+        json_buf_raw(b, "null", 4);
+        return;
+    }
+    char tmp[40];
+    int n = 0;
+    for (int prec = 6; prec <= 9; prec++) {
+        n = snprintf(tmp, sizeof tmp, "%.*g", prec, (double)x);
+        for (int k = 0; k < n; k++)
+            if (tmp[k] == ',') tmp[k] = '.';
+        if (strtof(tmp, NULL) == x) break; /* under a decimal-comma locale this fails: 9 digits, still exact */
+    }
+    json_buf_raw(b, tmp, (size_t)n);
+}

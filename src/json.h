@@ -80,7 +80,10 @@ void json_buf_printf(json_buf *b, const char *fmt, ...) __attribute__((format(pr
  * written as U+FFFD, one per maximal invalid subpart, so the output is always valid JSON. */
 void json_buf_str(json_buf *b, const char *s, size_t n);
 void json_buf_int(json_buf *b, int64_t x);
-/* %.9g, enough digits to round-trip a float; NaN and infinities (not JSON) are written as null. */
+/* %.9g (every float reads back exactly; doubles lose digits beyond 9). NaN and infinities, which JSON
+ * cannot hold, are written as null. */
 void json_buf_num(json_buf *b, double x);
+/* The shortest %g form (6 to 9 digits) that reads back as the same float; non-finite as null. */
+void json_buf_f32(json_buf *b, float x);
 
 #endif

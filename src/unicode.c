@@ -1757,6 +1757,22 @@ int uni_nfc_quick(const uint32_t *cps, size_t n) {
     return 1;
 }
 
+/* A composition boundary: nothing before c composes or reorders with anything from c on. */
+static int stable_starter(uint32_t c) { return c < 0x300 || !(uni_flags(c) & (UNI_NFC_QC | UNI_CCC)); }
+
+size_t uni_nfc_fast(const uint32_t *cps, size_t n, uint32_t *out) {
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && !stable_starter(cps[j])) j++;
+        if (j - i == 1 && stable_starter(cps[i])) out[o++] = cps[i];
+        else if (uni_nfc_quick(cps + i, j - i)) memcpy(out + o, cps + i, (j - i) * sizeof *out), o += j - i;
+        else o += uni_nfc(cps + i, j - i, out + o);
+        i = j;
+    }
+    return o;
+}
+
 static const struct uni_decomp *find_decomp(uint32_t cp) {
     if (cp < 0xC0) return NULL;
     size_t lo = 0, hi = sizeof uni_decomps / sizeof uni_decomps[0];

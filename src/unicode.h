@@ -52,4 +52,8 @@ int uni_nfc_quick(const uint32_t *cps, size_t n);
  * Returns the output length (<= UNI_MAX_DECOMP * n). */
 size_t uni_nfc(const uint32_t *cps, size_t n, uint32_t *out);
 
+/* Same result as uni_nfc, faster on long mostly-normalized text: only the runs between composition
+ * boundaries (starters with NFC_Quick_Check=Yes) that fail the quick check are normalized. */
+size_t uni_nfc_fast(const uint32_t *cps, size_t n, uint32_t *out);
+
 #endif

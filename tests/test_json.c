@@ -298,6 +298,28 @@ static void test_writer(void) {
     CHECK(!strcmp(b.p, "0.100000001,null,null,-9223372036854775808"), "numbers: %s", b.p);
     CHECK(strtof("0.100000001", NULL) == 0.1f, "float round trip");
     json_buf_clear(&b);
+    json_buf_f32(&b, 0.1f);
+    json_buf_raw(&b, ",", 1);
+    json_buf_f32(&b, 1e-5f);
+    json_buf_raw(&b, ",", 1);
+    json_buf_f32(&b, INFINITY);
+    CHECK(!strcmp(b.p, "0.1,1e-05,null"), "shortest floats: %s", b.p);
+    {
+        uint64_t s = 99;
+        int bad = 0;
+        for (int it = 0; it < 100000; it++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            uint32_t bits = (uint32_t)(s >> 32);
+            float f;
+            memcpy(&f, &bits, 4);
+            if (!isfinite(f)) continue;
+            json_buf_clear(&b);
+            json_buf_f32(&b, f);
+            if (strtof(b.p, NULL) != f) bad++;
+        }
+        CHECK(bad == 0, "%d floats did not round-trip", bad);
+    }
+    json_buf_clear(&b);
     for (int i = 0; i < 1000; i++) json_buf_printf(&b, "%d,", i);
     CHECK(b.len == 3890 && json_buf_status(&b) == LAYA_OK, "growth: %zu", b.len);
     json_buf_clear(&b);

@@ -95,7 +95,8 @@ typedef struct { int exact; double top1_agree; } result_t;
  * F16/F32 tolerances too. */
 static double check_model(const char *name, const char *variant, const ref_t *r, int exact) {
     char path[256], err[256];
-    snprintf(path, sizeof path, "build/fixtures/tiny-%s-%s.gguf", name, variant);
+    const char *dir = getenv("LAYA_FIXTURES");
+    snprintf(path, sizeof path, "%s/tiny-%s-%s.gguf", dir ? dir : "build/fixtures", name, variant);
     laya_model_params mp = laya_model_default_params();
     mp.n_threads = 2;
     laya_model *m = NULL;

@@ -1,0 +1,153 @@
+/* bench_kernels.c — micro benchmark of the matmul kernels: every table this CPU runs, on the matrix shapes
+ * of a 0.5B model (hidden 896, FFN 4864, vocabulary 151936), printing GB/s of weight bytes read (median of
+ * repeats, and the best run: this machine may be shared), on one thread and on two. Not part of `make`; build by hand, e.g.
+ *   cc -std=c11 -O2 -D_GNU_SOURCE -DLAYA_BUILD -Iinclude -Isrc bench/bench_kernels.c src/common.c src/quant.c \
+ *      src/kernels/kernels.c src/kernels/kernels_ref.c build/src/kernels/kernels_avx*.o -lm -lpthread
+ * Arguments (optional): "all" adds Q4_K, Q6_K and F16; a table name limits the run to it. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common.h"
+#include "kernels/kernels.h"
+#include "qtypes.h"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* One matmul call, as the forward pass makes it. */
+typedef struct job {
+    const kn_ops *k;
+    uint32_t type;
+    const uint8_t *W;
+    size_t wrb;
+    const uint8_t *act;
+    size_t arb;
+    int B;
+    int64_t K, r0, r1;
+    float *y;
+    size_t ldy;
+} job;
+
+static void run_job(const job *j) { j->k->matmul(j->type, j->W, j->wrb, j->act, j->arb, j->B, j->K, j->r0, j->r1, j->y, j->ldy); }
+
+/* A second thread that spins on a generation counter, so a two-thread call costs no thread start. It runs
+ * only while two-thread calls are timed: spinning during the one-thread runs would steal the second core. */
+static job g_job2;
+static atomic_int g_gen, g_done, g_quit;
+
+static void *worker(void *arg) {
+    int seen = (int)(intptr_t)arg; /* the generation current when it was started */
+    for (;;) {
+        int g;
+        while ((g = atomic_load(&g_gen)) == seen)
+            if (atomic_load(&g_quit)) return NULL;
+        seen = g;
+        run_job(&g_job2);
+        atomic_store(&g_done, g);
+    }
+}
+
+static double time_call(const job *j, int threads) {
+    double t0 = now();
+    if (threads == 1) {
+        run_job(j);
+    } else {
+        job a = *j;
+        int64_t mid = j->r0 + (j->r1 - j->r0) / 2;
+        a.r1 = mid;
+        g_job2 = *j;
+        g_job2.r0 = mid;
+        int g = atomic_fetch_add(&g_gen, 1) + 1;
+        run_job(&a);
+        while (atomic_load(&g_done) != g) {}
+    }
+    return now() - t0;
+}
+
+int main(int argc, char **argv) {
+    int all = 0;
+    const char *only = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "all")) all = 1;
+        else only = argv[i];
+    }
+    static const char *const names[] = {"scalar", "avx2", "avx512", "neon"};
+    static const int64_t shapes[][2] = {{896, 896}, {4864, 896}, {896, 4864}, {151936, 896}}; /* rows N x cols K */
+    uint32_t types[5] = {QT_Q4_0, QT_Q8_0};
+    int ntypes = 2;
+    if (all) types[2] = QT_Q4_K, types[3] = QT_Q6_K, types[4] = QT_F16, ntypes = 5;
+    static const int Bs[] = {1, 4};
+
+    printf("%-7s %-5s %-14s %2s %9s %9s %9s %9s\n", "table", "type", "N x K", "B", "ms(1t)", "GB/s(1t)", "best(1t)",
+           "GB/s(2t)");
+    for (int ti = 0; ti < ntypes; ti++) {
+        uint32_t type = types[ti];
+        for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+            int64_t N = shapes[si][0], K = shapes[si][1];
+            size_t wrb = qt_row_bytes(type, K), arb = kn_act_row_bytes(type, K);
+            if (!wrb) continue;
+            size_t wbytes = wrb * (size_t)N;
+            uint8_t *W = laya_aligned_alloc(64, wbytes);
+            float *x = malloc((size_t)K * 4 * sizeof(float));
+            uint8_t *act = laya_aligned_alloc(64, arb * 4);
+            float *y = malloc((size_t)N * 4 * sizeof(float));
+            /* real blocks: quantize random rows, then repeat them (quantizing 150k rows takes a while) */
+            float *row = malloc((size_t)K * sizeof(float));
+            for (int64_t r = 0; r < N; r++) {
+                if (r < 64) {
+                    for (int64_t k = 0; k < K; k++) row[k] = (float)rand() / RAND_MAX - 0.5f;
+                    qt_quantize_row(type, row, W + (size_t)r * wrb, K);
+                } else {
+                    memcpy(W + (size_t)r * wrb, W + (size_t)(r % 64) * wrb, wrb);
+                }
+            }
+            for (int64_t k = 0; k < 4 * K; k++) x[k] = (float)rand() / RAND_MAX - 0.5f;
+            for (size_t ni = 0; ni < sizeof names / sizeof *names; ni++) {
+                const kn_ops *kn = kn_by_name(names[ni]);
+                if (!kn || (only && strcmp(only, names[ni])) || (!only && !strcmp(names[ni], "scalar"))) continue;
+                for (int b = 0; b < 4; b++) kn->quantize_act(type, x + b * K, act + b * arb, K);
+                for (size_t bi = 0; bi < sizeof Bs / sizeof *Bs; bi++) {
+                    job j = {kn, type, W, wrb, act, arb, Bs[bi], K, 0, N, y, (size_t)N};
+                    double med[2], best = 0;
+                    pthread_t th;
+                    for (int threads = 1; threads <= 2; threads++) {
+                        if (threads == 2) {
+                            atomic_store(&g_quit, 0);
+                            pthread_create(&th, NULL, worker, (void *)(intptr_t)atomic_load(&g_gen));
+                        }
+                        double t[201];
+                        int n = 0;
+                        double start = now();
+                        time_call(&j, threads); /* warm the caches and page tables */
+                        while (n < 201 && (n < 7 || now() - start < 0.4)) t[n++] = time_call(&j, threads);
+                        qsort(t, (size_t)n, sizeof *t, cmp_d);
+                        med[threads - 1] = t[n / 2];
+                        if (threads == 1) best = t[0];
+                    }
+                    atomic_store(&g_quit, 1);
+                    pthread_join(th, NULL);
+                    char shape[32];
+                    snprintf(shape, sizeof shape, "%lldx%lld", (long long)N, (long long)K);
+                    printf("%-7s %-5s %-14s %2d %9.3f %9.2f %9.2f %9.2f\n", kn->name, qt_get(type)->name, shape, Bs[bi],
+                           med[0] * 1e3, wbytes / med[0] * 1e-9, wbytes / best * 1e-9, wbytes / med[1] * 1e-9);
+                    fflush(stdout);
+                }
+            }
+            laya_free(W), laya_free(act), free(x), free(y), free(row);
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# bench/run.sh BUILD_DIR — `make bench`: synthesizes the laya-typing and qwen2.5-0.5b shapes at Q8_0 and
+# Q4_0 into BUILD_DIR/bench/ (once; random weights, so only speed is meaningful) and prints one table row
+# per model from `laya bench --json`. Extra bench options come from $LAYA_BENCH_ARGS (e.g. "--threads 4").
+set -euo pipefail
+build=${1:-build}
+laya="$build/laya"
+dir="$build/bench"
+[ -x "$laya" ] || { echo "bench/run.sh: $laya not found (run make first)" >&2; exit 1; }
+mkdir -p "$dir"
+
+# field OBJECT KEY < json: the number under KEY inside the object OBJECT (or at the top level if empty)
+field() {
+  local json; json=$(cat)
+  if [ -n "$1" ]; then json=$(printf '%s' "$json" | sed -n "s/.*\"$1\":{\([^}]*\)}.*/\1/p"); fi
+  printf '%s' "$json" | sed -n "s/.*\"$2\":\([-0-9.eE+]*\).*/\1/p"
+}
+
+printf '%-22s %9s %9s %9s %8s %8s %8s %8s %8s %8s\n' model pre8 pre64 pre512 dec1 dec2 dec4 dec8 load_ms rss_mb
+printf '%-22s %9s %9s %9s %8s %8s %8s %8s %8s %8s\n' '' 'tok/s' 'tok/s' 'tok/s' ms ms ms ms '' ''
+for shape in laya-typing qwen2.5-0.5b; do
+  for type in Q8_0 Q4_0; do
+    model="$dir/$shape-$type.gguf"
+    if [ ! -f "$model" ]; then
+      echo "synthesizing $model ..." >&2
+      "$laya" synth --shape "$shape" --type "$type" --seed 1 -o "$model"
+    fi
+    # shellcheck disable=SC2086
+    out=$("$laya" bench -m "$model" --json ${LAYA_BENCH_ARGS:-})
+    printf '%-22s %9.1f %9.1f %9.1f %8.2f %8.2f %8.2f %8.2f %8.1f %8.1f\n' "$shape-$type" \
+      "$(field prefill_tok_s 8 <<<"$out")" "$(field prefill_tok_s 64 <<<"$out")" \
+      "$(field prefill_tok_s 512 <<<"$out")" "$(field decode_ms 1 <<<"$out")" "$(field decode_ms 2 <<<"$out")" \
+      "$(field decode_ms 4 <<<"$out")" "$(field decode_ms 8 <<<"$out")" "$(field '' load_ms <<<"$out")" \
+      "$(field '' peak_rss_mb <<<"$out")"
+  done
+done
+echo "backend: $("$laya" info -m "$dir/laya-typing-Q8_0.gguf" --json | sed -n 's/.*"cpu_backend":"\([^"]*\)".*/\1/p')"

@@ -1,0 +1,409 @@
+/* kernels_avx2.c — the kernel table for x86 CPUs with AVX2, FMA and F16C (Haswell, Zen 1-3 and later).
+ * Compiled with -mavx2 -mfma -mf16c; kernels.c only hands this table out after cpuid/xgetbv say the CPU
+ * and OS support them. Must match kernels_ref.c (tests/test_kernels.c). */
+#include <immintrin.h>
+#include <string.h>
+
+#include "common.h"
+#include "kernels.h"
+#include "qtypes.h"
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* Activation rows per register tile (16 YMM registers: 4 float and 4 integer accumulators plus the
+ * decoded weights). Larger batches take several tiles over a chunk of rows that stays in L2. */
+#define TB 4
+/* q8_0 activation scales converted to float per tile and K chunk (8 KB of stack). */
+#define NBC 512
+#define ROW_CHUNK_BYTES (256 * 1024)
+/* Bytes ahead of the current position at which weights are prefetched (see kernels_avx512.c). */
+#define PREFETCH 4096
+
+static int64_t row_chunk(size_t w_row_bytes, int B, int64_t rows, int rb) {
+    if (B <= TB) return rows;
+    int64_t n = (int64_t)(ROW_CHUNK_BYTES / (w_row_bytes ? w_row_bytes : 1)) / rb * rb;
+    return n < rb ? rb : n;
+}
+
+INLINE float hsum_ps(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+INLINE int hsum_epi32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
+INLINE __m256 abs_ps(__m256 v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
+
+/* ---------------------------------------------------------------- activation quantization */
+
+/* 32 floats -> 32 int8 with the same rounding as the reference (cvtps2dq: nearest even). */
+INLINE __m256i q8x32(const float *v, __m256 s, __m256i *sum16) {
+    __m256i q0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(v), s));
+    __m256i q1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(v + 8), s));
+    __m256i q2 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(v + 16), s));
+    __m256i q3 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(v + 24), s));
+    if (sum16) sum16[0] = _mm256_add_epi32(q0, q1), sum16[1] = _mm256_add_epi32(q2, q3);
+    __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q0, q1), _mm256_packs_epi32(q2, q3));
+    return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+static void avx2_quantize_act(uint32_t wtype, const float *x, void *xq, int64_t K) {
+    switch (wtype) {
+    case QT_Q8_0:
+    case QT_Q4_0:
+        for (int64_t i = 0; i < K / QK8_0; i++) {
+            block_q8_0 *b = (block_q8_0 *)xq + i;
+            const float *v = x + 32 * i;
+            __m256 m = _mm256_max_ps(_mm256_max_ps(abs_ps(_mm256_loadu_ps(v)), abs_ps(_mm256_loadu_ps(v + 8))),
+                                     _mm256_max_ps(abs_ps(_mm256_loadu_ps(v + 16)), abs_ps(_mm256_loadu_ps(v + 24))));
+            __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+            m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+            m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+            float d = _mm_cvtss_f32(m4) / 127, id = d ? 1 / d : 0;
+            b->d = f32_to_fp16(d);
+            _mm256_storeu_si256((__m256i *)b->qs, q8x32(v, _mm256_set1_ps(id), NULL));
+        }
+        return;
+    case QT_Q4_K:
+    case QT_Q6_K:
+        for (int64_t i = 0; i < K / QK_K; i++) {
+            block_q8_K *b = (block_q8_K *)xq + i;
+            const float *v = x + QK_K * i;
+            __m256 m = _mm256_setzero_ps();
+            for (int j = 0; j < QK_K; j += 8) m = _mm256_max_ps(m, abs_ps(_mm256_loadu_ps(v + j)));
+            __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+            m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+            m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+            float d = _mm_cvtss_f32(m4) / 127, id = d ? 1 / d : 0;
+            b->d = d;
+            __m256 s = _mm256_set1_ps(id);
+            for (int j = 0; j < QK_K; j += 32) {
+                __m256i sums[2];
+                _mm256_storeu_si256((__m256i *)(b->qs + j), q8x32(v + j, s, sums));
+                b->bsums[j / 16] = (int16_t)hsum_epi32(sums[0]);
+                b->bsums[j / 16 + 1] = (int16_t)hsum_epi32(sums[1]);
+            }
+        }
+        return;
+    default: kn_ref_ops.quantize_act(wtype, x, xq, K); return;
+    }
+}
+
+/* ---------------------------------------------------------------- F32 / F16 / BF16 weights */
+
+#define FR 2
+#define FB 4
+
+INLINE __m256 load_w(uint32_t wt, const uint8_t *row, int64_t k) {
+    if (wt == QT_F32) return _mm256_loadu_ps((const float *)row + k);
+    __m128i h = _mm_loadu_si128((const __m128i *)(row + 2 * k));
+    if (wt == QT_F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+INLINE void f_tile(uint32_t wt, int nb, const uint8_t *const *w, const float *const *x, int64_t K,
+                   float out[FB][FR]) {
+    __m256 acc[FB][FR];
+#pragma GCC unroll 4
+    for (int b = 0; b < nb; b++)
+#pragma GCC unroll 2
+        for (int r = 0; r < FR; r++) acc[b][r] = _mm256_setzero_ps();
+    int64_t k = 0;
+    for (; k + 8 <= K; k += 8) {
+        __m256 wv[FR];
+#pragma GCC unroll 2
+        for (int r = 0; r < FR; r++) {
+            _mm_prefetch((const char *)w[r] + PREFETCH + k * (wt == QT_F32 ? 4 : 2), _MM_HINT_T0);
+            wv[r] = load_w(wt, w[r], k);
+        }
+#pragma GCC unroll 4
+        for (int b = 0; b < nb; b++) {
+            __m256 xv = _mm256_loadu_ps(x[b] + k);
+#pragma GCC unroll 2
+            for (int r = 0; r < FR; r++) acc[b][r] = _mm256_fmadd_ps(wv[r], xv, acc[b][r]);
+        }
+    }
+    if (k < K) { /* tail: zero-padded copies, so no load crosses the end of a row */
+        int n = (int)(K - k), es = wt == QT_F32 ? 4 : 2;
+        uint8_t wt_buf[FR][32] = {{0}};
+        float xt[8] = {0};
+        __m256 wv[FR];
+#pragma GCC unroll 2
+        for (int r = 0; r < FR; r++) memcpy(wt_buf[r], w[r] + es * k, (size_t)(es * n)), wv[r] = load_w(wt, wt_buf[r], 0);
+#pragma GCC unroll 4
+        for (int b = 0; b < nb; b++) {
+            memcpy(xt, x[b] + k, (size_t)n * 4);
+            __m256 xv = _mm256_loadu_ps(xt);
+#pragma GCC unroll 2
+            for (int r = 0; r < FR; r++) acc[b][r] = _mm256_fmadd_ps(wv[r], xv, acc[b][r]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int b = 0; b < nb; b++)
+#pragma GCC unroll 2
+        for (int r = 0; r < FR; r++) out[b][r] = hsum_ps(acc[b][r]);
+}
+
+INLINE void mm_float(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act, size_t arb, int B,
+                     int64_t K, int64_t r0, int64_t r1, float *y, size_t ldy) {
+    int64_t rc = row_chunk(wrb, B, r1 - r0, FR);
+    for (int64_t c0 = r0; c0 < r1; c0 += rc) {
+        int64_t c1 = LAYA_MIN(r1, c0 + rc);
+        for (int b0 = 0; b0 < B; b0 += FB) {
+            int nb = LAYA_MIN(FB, B - b0);
+            const float *x[FB];
+            for (int t = 0; t < FB; t++) x[t] = (const float *)(act + (size_t)(b0 + LAYA_MIN(t, nb - 1)) * arb);
+            for (int64_t r = c0; r < c1; r += FR) {
+                const uint8_t *w[FR];
+                for (int j = 0; j < FR; j++) w[j] = W + (size_t)LAYA_MIN(r + j, c1 - 1) * wrb;
+                float out[FB][FR];
+                switch (nb) {
+                case 1: f_tile(wt, 1, w, x, K, out); break;
+                case 2: f_tile(wt, 2, w, x, K, out); break;
+                case 3: f_tile(wt, 3, w, x, K, out); break;
+                default: f_tile(wt, 4, w, x, K, out); break;
+                }
+                for (int t = 0; t < nb; t++)
+                    for (int j = 0; j < FR && r + j < c1; j++) y[(size_t)(b0 + t) * ldy + (size_t)(r + j)] = out[t][j];
+            }
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- Q8_0 / Q4_0 weights x q8_0 */
+
+/* maddubs multiplies unsigned by signed bytes and saturates 16-bit pair sums; with |w| and a carrying
+ * w's sign the sums stay within 2 * 128 * 127, exact, because activations never hold -128. */
+INLINE void q8_tile(uint32_t wt, int nb, const uint8_t *w, const block_q8_0 *const *a, const float *da,
+                    int64_t nk, float *res) {
+    const __m256i m4 = _mm256_set1_epi8(15), eight = _mm256_set1_epi8(8), ones = _mm256_set1_epi16(1);
+    __m256 acc[TB];
+#pragma GCC unroll 4
+    for (int b = 0; b < nb; b++) acc[b] = _mm256_setzero_ps();
+    const size_t bsz = wt == QT_Q8_0 ? sizeof(block_q8_0) : sizeof(block_q4_0);
+    for (int64_t i = 0; i < nk; i++) {
+        _mm_prefetch((const char *)w + PREFETCH + i * bsz, _MM_HINT_T0);
+        __m256i wv;
+        float dw;
+        if (wt == QT_Q8_0) {
+            const block_q8_0 *p = (const block_q8_0 *)w + i;
+            wv = _mm256_loadu_si256((const __m256i *)p->qs);
+            dw = _cvtsh_ss(p->d);
+        } else {
+            const block_q4_0 *p = (const block_q4_0 *)w + i;
+            __m128i q = _mm_loadu_si128((const __m128i *)p->qs);
+            __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1);
+            wv = _mm256_sub_epi8(_mm256_and_si256(v, m4), eight);
+            dw = _cvtsh_ss(p->d);
+        }
+        __m256i wabs = _mm256_sign_epi8(wv, wv);
+        __m256 dwv = _mm256_set1_ps(dw);
+#pragma GCC unroll 4
+        for (int b = 0; b < nb; b++) {
+            __m256i av = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)a[b][i].qs), wv);
+            __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, av), ones);
+            __m256 s = _mm256_mul_ps(dwv, _mm256_broadcast_ss(&da[b * NBC + i]));
+            acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), s, acc[b]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int b = 0; b < nb; b++) res[b] = hsum_ps(acc[b]);
+}
+
+INLINE void mm_q8(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act, size_t arb, int B, int64_t K,
+                  int64_t r0, int64_t r1, float *y, size_t ldy) {
+    const size_t bsz = wt == QT_Q8_0 ? sizeof(block_q8_0) : sizeof(block_q4_0);
+    const int64_t nb_k = K / 32;
+    float da[TB * NBC];
+    int64_t rc = row_chunk(wrb, B, r1 - r0, 1);
+    for (int64_t c0 = r0; c0 < r1; c0 += rc) {
+        int64_t c1 = LAYA_MIN(r1, c0 + rc);
+        for (int b0 = 0; b0 < B; b0 += TB) {
+            int nb = LAYA_MIN(TB, B - b0);
+            for (int64_t k0 = 0; k0 < nb_k; k0 += NBC) {
+                int64_t nk = LAYA_MIN(NBC, nb_k - k0);
+                const block_q8_0 *a[TB];
+                for (int t = 0; t < nb; t++) {
+                    a[t] = (const block_q8_0 *)(act + (size_t)(b0 + t) * arb) + k0;
+                    for (int64_t i = 0; i < nk; i++) da[t * NBC + i] = _cvtsh_ss(a[t][i].d);
+                }
+                for (int64_t r = c0; r < c1; r++) {
+                    const uint8_t *w = W + (size_t)r * wrb + (size_t)k0 * bsz;
+                    float res[TB];
+                    switch (nb) {
+                    case 1: q8_tile(wt, 1, w, a, da, nk, res); break;
+                    case 2: q8_tile(wt, 2, w, a, da, nk, res); break;
+                    case 3: q8_tile(wt, 3, w, a, da, nk, res); break;
+                    default: q8_tile(wt, 4, w, a, da, nk, res); break;
+                    }
+                    for (int t = 0; t < nb; t++) {
+                        float *yp = y + (size_t)(b0 + t) * ldy + (size_t)r;
+                        *yp = k0 > 0 ? *yp + res[t] : res[t];
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- Q4_K / Q6_K weights x q8_K */
+
+INLINE void q4k_scales(const uint8_t *s, uint8_t sc[8], uint8_t mn[8]) {
+    uint32_t w0, w1, w2;
+    memcpy(&w0, s, 4), memcpy(&w1, s + 4, 4), memcpy(&w2, s + 8, 4);
+    uint32_t s_lo = w0 & 0x3f3f3f3f, m_lo = w1 & 0x3f3f3f3f;
+    uint32_t s_hi = (w2 & 0x0f0f0f0f) | ((w0 >> 2) & 0x30303030);
+    uint32_t m_hi = ((w2 >> 4) & 0x0f0f0f0f) | ((w1 >> 2) & 0x30303030);
+    memcpy(sc, &s_lo, 4), memcpy(sc + 4, &s_hi, 4), memcpy(mn, &m_lo, 4), memcpy(mn + 4, &m_hi, 4);
+}
+
+/* The weights of a super-block are decoded 64 elements at a time (two YMM) and used for every
+ * activation row before the next 64, keeping the register count within 16. */
+INLINE void k_tile(uint32_t wt, int nb, const uint8_t *w, const block_q8_K *const *a, int64_t nsb, float *res) {
+    const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
+    __m256 acc[TB];
+#pragma GCC unroll 4
+    for (int b = 0; b < nb; b++) acc[b] = _mm256_setzero_ps();
+    const size_t bsz = wt == QT_Q4_K ? sizeof(block_q4_K) : sizeof(block_q6_K);
+    for (int64_t i = 0; i < nsb; i++) {
+#pragma GCC unroll 4
+        for (size_t o = 0; o < bsz; o += 64) _mm_prefetch((const char *)w + PREFETCH + i * bsz + o, _MM_HINT_T0);
+        __m256i isum[TB];
+#pragma GCC unroll 4
+        for (int b = 0; b < nb; b++) isum[b] = _mm256_setzero_si256();
+        const block_q4_K *p4 = (const block_q4_K *)w + i;
+        const block_q6_K *p6 = (const block_q6_K *)w + i;
+        uint8_t sc[8], mn[8];
+        if (wt == QT_Q4_K) q4k_scales(p4->scales, sc, mn);
+        for (int c = 0; c < 4; c++) {
+            __m256i w0, w1, s0, s1;
+            if (wt == QT_Q4_K) {
+                __m256i v = _mm256_loadu_si256((const __m256i *)(p4->qs + 32 * c));
+                w0 = _mm256_and_si256(v, m4);
+                w1 = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                s0 = _mm256_set1_epi16(sc[2 * c]);
+                s1 = _mm256_set1_epi16(sc[2 * c + 1]);
+            } else {
+                /* chunk c = half h, quarters k = 2(c & 1) and +1 (see quant.c for the layout) */
+                int h = c / 2, hi = c & 1;
+                __m256i L0 = _mm256_loadu_si256((const __m256i *)(p6->ql + 64 * h));
+                __m256i L1 = _mm256_loadu_si256((const __m256i *)(p6->ql + 64 * h + 32));
+                __m256i H = _mm256_loadu_si256((const __m256i *)(p6->qh + 32 * h));
+                if (!hi) {
+                    w0 = _mm256_or_si256(_mm256_and_si256(L0, m4), _mm256_and_si256(_mm256_slli_epi16(H, 4), m30));
+                    w1 = _mm256_or_si256(_mm256_and_si256(L1, m4), _mm256_and_si256(_mm256_slli_epi16(H, 2), m30));
+                } else {
+                    w0 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L0, 4), m4), _mm256_and_si256(H, m30));
+                    w1 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L1, 4), m4),
+                                         _mm256_and_si256(_mm256_srli_epi16(H, 2), m30));
+                }
+                const int8_t *s = p6->scales + 4 * c; /* 16-element sub-blocks: two per YMM */
+                s0 = _mm256_setr_m128i(_mm_set1_epi16(s[0]), _mm_set1_epi16(s[1]));
+                s1 = _mm256_setr_m128i(_mm_set1_epi16(s[2]), _mm_set1_epi16(s[3]));
+            }
+#pragma GCC unroll 4
+            for (int b = 0; b < nb; b++) {
+                const int8_t *q = a[b][i].qs + 64 * c;
+                __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(w0, _mm256_loadu_si256((const __m256i *)q)), s0);
+                __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(w1, _mm256_loadu_si256((const __m256i *)(q + 32))), s1);
+                isum[b] = _mm256_add_epi32(isum[b], _mm256_add_epi32(p0, p1));
+            }
+        }
+        float d = _cvtsh_ss(wt == QT_Q4_K ? p4->d : p6->d);
+        __m256i m16;
+        if (wt == QT_Q4_K) {
+            __m128i mn8 = _mm_loadl_epi64((const __m128i *)mn);
+            m16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn8, mn8));
+        } else {
+            m16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)p6->scales));
+        }
+#pragma GCC unroll 4
+        for (int b = 0; b < nb; b++) {
+            const block_q8_K *ab = a[b] + i;
+            __m256i bs = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)ab->bsums), m16);
+            if (wt == QT_Q4_K) {
+                acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[b]), _mm256_set1_ps(d * ab->d), acc[b]);
+                acc[b] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(bs), _mm256_set1_ps(_cvtsh_ss(p4->dmin) * ab->d), acc[b]);
+            } else {
+                __m256i t = _mm256_sub_epi32(isum[b], _mm256_slli_epi32(bs, 5));
+                acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(t), _mm256_set1_ps(d * ab->d), acc[b]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int b = 0; b < nb; b++) res[b] = hsum_ps(acc[b]);
+}
+
+INLINE void mm_k(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act, size_t arb, int B, int64_t K,
+                 int64_t r0, int64_t r1, float *y, size_t ldy) {
+    const int64_t nsb = K / QK_K;
+    int64_t rc = row_chunk(wrb, B, r1 - r0, 1);
+    for (int64_t c0 = r0; c0 < r1; c0 += rc) {
+        int64_t c1 = LAYA_MIN(r1, c0 + rc);
+        for (int b0 = 0; b0 < B; b0 += TB) {
+            int nb = LAYA_MIN(TB, B - b0);
+            const block_q8_K *a[TB];
+            for (int t = 0; t < nb; t++) a[t] = (const block_q8_K *)(act + (size_t)(b0 + t) * arb);
+            for (int64_t r = c0; r < c1; r++) {
+                const uint8_t *w = W + (size_t)r * wrb;
+                float res[TB];
+                switch (nb) {
+                case 1: k_tile(wt, 1, w, a, nsb, res); break;
+                case 2: k_tile(wt, 2, w, a, nsb, res); break;
+                case 3: k_tile(wt, 3, w, a, nsb, res); break;
+                default: k_tile(wt, 4, w, a, nsb, res); break;
+                }
+                for (int t = 0; t < nb; t++) y[(size_t)(b0 + t) * ldy + (size_t)r] = res[t];
+            }
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- table */
+
+static void avx2_matmul(uint32_t wtype, const void *W, size_t w_row_bytes, const void *act, size_t act_row_bytes,
+                        int B, int64_t K, int64_t r0, int64_t r1, float *y, size_t ldy) {
+    if (B <= 0 || r1 <= r0) return;
+    switch (wtype) {
+    case QT_F32: mm_float(QT_F32, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
+    case QT_F16: mm_float(QT_F16, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
+    case QT_BF16: mm_float(QT_BF16, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
+    case QT_Q8_0: mm_q8(QT_Q8_0, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
+    case QT_Q4_0: mm_q8(QT_Q4_0, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
+    case QT_Q4_K: mm_k(QT_Q4_K, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
+    case QT_Q6_K: mm_k(QT_Q6_K, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
+    default: kn_ref_ops.matmul(wtype, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
+    }
+}
+
+static float avx2_dot_f32(const float *a, const float *b, int64_t n) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
+        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
+    }
+    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+    float s = hsum_ps(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+static void avx2_axpy_f32(float *y, float a, const float *x, int64_t n) {
+    __m256 av = _mm256_set1_ps(a);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+    for (; i < n; i++) y[i] += a * x[i];
+}
+
+const kn_ops kn_avx2_ops = {"avx2", avx2_quantize_act, avx2_matmul, avx2_dot_f32, avx2_axpy_f32};

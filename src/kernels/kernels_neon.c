@@ -1,0 +1,341 @@
+/* kernels_neon.c — the kernel table for aarch64 (NEON is part of the base architecture). Plain NEON only:
+ * widening multiplies (smull/smlal2) and pairwise adds, no dotprod (sdot), so it runs on every ARMv8 core;
+ * an sdot path behind a getauxval check is the obvious next step. Must match kernels_ref.c. */
+#include <arm_neon.h>
+#include <string.h>
+
+#include "common.h"
+#include "kernels.h"
+#include "qtypes.h"
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* Activation rows per register tile; larger batches take several tiles over a chunk of rows that stays
+ * in L2. */
+#define TB 4
+#define ROW_CHUNK_BYTES (256 * 1024)
+
+static int64_t row_chunk(size_t w_row_bytes, int B, int64_t rows, int rb) {
+    if (B <= TB) return rows;
+    int64_t n = (int64_t)(ROW_CHUNK_BYTES / (w_row_bytes ? w_row_bytes : 1)) / rb * rb;
+    return n < rb ? rb : n;
+}
+
+/* ---------------------------------------------------------------- activation quantization */
+
+/* 16 floats -> 16 int8; fcvtns rounds to nearest even like the reference. Returns their sum too. */
+INLINE int8x16_t q8x16(const float *v, float id, int32_t *sum) {
+    int32x4_t q0 = vcvtnq_s32_f32(vmulq_n_f32(vld1q_f32(v), id));
+    int32x4_t q1 = vcvtnq_s32_f32(vmulq_n_f32(vld1q_f32(v + 4), id));
+    int32x4_t q2 = vcvtnq_s32_f32(vmulq_n_f32(vld1q_f32(v + 8), id));
+    int32x4_t q3 = vcvtnq_s32_f32(vmulq_n_f32(vld1q_f32(v + 12), id));
+    *sum = vaddvq_s32(vaddq_s32(vaddq_s32(q0, q1), vaddq_s32(q2, q3)));
+    int16x8_t lo = vcombine_s16(vqmovn_s32(q0), vqmovn_s32(q1)), hi = vcombine_s16(vqmovn_s32(q2), vqmovn_s32(q3));
+    return vcombine_s8(vqmovn_s16(lo), vqmovn_s16(hi));
+}
+
+INLINE float amax_n(const float *v, int n) {
+    float32x4_t m = vdupq_n_f32(0);
+    for (int j = 0; j < n; j += 4) m = vmaxq_f32(m, vabsq_f32(vld1q_f32(v + j)));
+    return vmaxvq_f32(m);
+}
+
+static void neon_quantize_act(uint32_t wtype, const float *x, void *xq, int64_t K) {
+    int32_t s0, s1;
+    switch (wtype) {
+    case QT_Q8_0:
+    case QT_Q4_0:
+        for (int64_t i = 0; i < K / QK8_0; i++) {
+            block_q8_0 *b = (block_q8_0 *)xq + i;
+            const float *v = x + 32 * i;
+            float d = amax_n(v, 32) / 127, id = d ? 1 / d : 0;
+            b->d = f32_to_fp16(d);
+            vst1q_s8(b->qs, q8x16(v, id, &s0));
+            vst1q_s8(b->qs + 16, q8x16(v + 16, id, &s1));
+        }
+        return;
+    case QT_Q4_K:
+    case QT_Q6_K:
+        for (int64_t i = 0; i < K / QK_K; i++) {
+            block_q8_K *b = (block_q8_K *)xq + i;
+            const float *v = x + QK_K * i;
+            float d = amax_n(v, QK_K) / 127, id = d ? 1 / d : 0;
+            b->d = d;
+            for (int j = 0; j < QK_K; j += 16) {
+                vst1q_s8(b->qs + j, q8x16(v + j, id, &s0));
+                b->bsums[j / 16] = (int16_t)s0;
+            }
+        }
+        return;
+    default: kn_ref_ops.quantize_act(wtype, x, xq, K); return;
+    }
+}
+
+/* ---------------------------------------------------------------- F32 / F16 / BF16 weights */
+
+#define FR 2
+#define FB 4
+
+INLINE float32x4_t load_w(uint32_t wt, const uint8_t *row, int64_t k) {
+    if (wt == QT_F32) return vld1q_f32((const float *)row + k);
+    uint16x4_t h = vld1_u16((const uint16_t *)row + k);
+    if (wt == QT_F16) return vcvt_f32_f16(vreinterpret_f16_u16(h));
+    return vreinterpretq_f32_u32(vshll_n_u16(h, 16));
+}
+
+INLINE float load_w1(uint32_t wt, const uint8_t *row, int64_t k) {
+    if (wt == QT_F32) return ((const float *)row)[k];
+    uint16_t h;
+    memcpy(&h, row + 2 * k, 2);
+    return wt == QT_F16 ? fp16_to_f32(h) : bf16_to_f32(h);
+}
+
+INLINE void f_tile(uint32_t wt, int nb, const uint8_t *const *w, const float *const *x, int64_t K,
+                   float out[FB][FR]) {
+    float32x4_t acc[FB][FR];
+    for (int b = 0; b < nb; b++)
+        for (int r = 0; r < FR; r++) acc[b][r] = vdupq_n_f32(0);
+    int64_t k = 0;
+    for (; k + 4 <= K; k += 4) {
+        float32x4_t wv[FR];
+        for (int r = 0; r < FR; r++) wv[r] = load_w(wt, w[r], k);
+        for (int b = 0; b < nb; b++) {
+            float32x4_t xv = vld1q_f32(x[b] + k);
+            for (int r = 0; r < FR; r++) acc[b][r] = vfmaq_f32(acc[b][r], wv[r], xv);
+        }
+    }
+    for (int b = 0; b < nb; b++)
+        for (int r = 0; r < FR; r++) {
+            float s = vaddvq_f32(acc[b][r]);
+            for (int64_t j = k; j < K; j++) s += load_w1(wt, w[r], j) * x[b][j];
+            out[b][r] = s;
+        }
+}
+
+INLINE void mm_float(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act, size_t arb, int B,
+                     int64_t K, int64_t r0, int64_t r1, float *y, size_t ldy) {
+    int64_t rc = row_chunk(wrb, B, r1 - r0, FR);
+    for (int64_t c0 = r0; c0 < r1; c0 += rc) {
+        int64_t c1 = LAYA_MIN(r1, c0 + rc);
+        for (int b0 = 0; b0 < B; b0 += FB) {
+            int nb = LAYA_MIN(FB, B - b0);
+            const float *x[FB];
+            for (int t = 0; t < FB; t++) x[t] = (const float *)(act + (size_t)(b0 + LAYA_MIN(t, nb - 1)) * arb);
+            for (int64_t r = c0; r < c1; r += FR) {
+                const uint8_t *w[FR];
+                for (int j = 0; j < FR; j++) w[j] = W + (size_t)LAYA_MIN(r + j, c1 - 1) * wrb;
+                float out[FB][FR];
+                switch (nb) {
+                case 1: f_tile(wt, 1, w, x, K, out); break;
+                case 2: f_tile(wt, 2, w, x, K, out); break;
+                case 3: f_tile(wt, 3, w, x, K, out); break;
+                default: f_tile(wt, 4, w, x, K, out); break;
+                }
+                for (int t = 0; t < nb; t++)
+                    for (int j = 0; j < FR && r + j < c1; j++) y[(size_t)(b0 + t) * ldy + (size_t)(r + j)] = out[t][j];
+            }
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- Q8_0 / Q4_0 weights x q8_0 */
+
+/* 16 signed byte products summed into four int32 lanes. smull + smlal2 put two products in each 16-bit
+ * lane: at most 2 * 128 * 127, exact, because activations never hold -128. */
+INLINE int32x4_t dot16(int8x16_t w, int8x16_t a, int32x4_t acc) {
+    int16x8_t p = vmull_s8(vget_low_s8(w), vget_low_s8(a));
+    p = vmlal_high_s8(p, w, a);
+    return vpadalq_s16(acc, p);
+}
+
+INLINE void q8_tile(uint32_t wt, int nb, const uint8_t *w, const block_q8_0 *const *a, int64_t nk, float *res) {
+    float32x4_t acc[TB];
+    for (int b = 0; b < nb; b++) acc[b] = vdupq_n_f32(0);
+    for (int64_t i = 0; i < nk; i++) {
+        int8x16_t w0, w1;
+        float dw;
+        if (wt == QT_Q8_0) {
+            const block_q8_0 *p = (const block_q8_0 *)w + i;
+            w0 = vld1q_s8(p->qs), w1 = vld1q_s8(p->qs + 16);
+            dw = fp16_to_f32(p->d);
+        } else {
+            const block_q4_0 *p = (const block_q4_0 *)w + i;
+            uint8x16_t q = vld1q_u8(p->qs);
+            w0 = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(15))), vdupq_n_s8(8));
+            w1 = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), vdupq_n_s8(8));
+            dw = fp16_to_f32(p->d);
+        }
+        for (int b = 0; b < nb; b++) {
+            const block_q8_0 *ab = a[b] + i;
+            int32x4_t s = dot16(w1, vld1q_s8(ab->qs + 16), dot16(w0, vld1q_s8(ab->qs), vdupq_n_s32(0)));
+            acc[b] = vfmaq_n_f32(acc[b], vcvtq_f32_s32(s), dw * fp16_to_f32(ab->d));
+        }
+    }
+    for (int b = 0; b < nb; b++) res[b] = vaddvq_f32(acc[b]);
+}
+
+INLINE void mm_q8(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act, size_t arb, int B, int64_t K,
+                  int64_t r0, int64_t r1, float *y, size_t ldy) {
+    const int64_t nk = K / 32;
+    int64_t rc = row_chunk(wrb, B, r1 - r0, 1);
+    for (int64_t c0 = r0; c0 < r1; c0 += rc) {
+        int64_t c1 = LAYA_MIN(r1, c0 + rc);
+        for (int b0 = 0; b0 < B; b0 += TB) {
+            int nb = LAYA_MIN(TB, B - b0);
+            const block_q8_0 *a[TB];
+            for (int t = 0; t < nb; t++) a[t] = (const block_q8_0 *)(act + (size_t)(b0 + t) * arb);
+            for (int64_t r = c0; r < c1; r++) {
+                const uint8_t *w = W + (size_t)r * wrb;
+                float res[TB];
+                switch (nb) {
+                case 1: q8_tile(wt, 1, w, a, nk, res); break;
+                case 2: q8_tile(wt, 2, w, a, nk, res); break;
+                case 3: q8_tile(wt, 3, w, a, nk, res); break;
+                default: q8_tile(wt, 4, w, a, nk, res); break;
+                }
+                for (int t = 0; t < nb; t++) y[(size_t)(b0 + t) * ldy + (size_t)r] = res[t];
+            }
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- Q4_K / Q6_K weights x q8_K */
+
+INLINE void q4k_scales(const uint8_t *s, uint8_t sc[8], uint8_t mn[8]) {
+    uint32_t w0, w1, w2;
+    memcpy(&w0, s, 4), memcpy(&w1, s + 4, 4), memcpy(&w2, s + 8, 4);
+    uint32_t s_lo = w0 & 0x3f3f3f3f, m_lo = w1 & 0x3f3f3f3f;
+    uint32_t s_hi = (w2 & 0x0f0f0f0f) | ((w0 >> 2) & 0x30303030);
+    uint32_t m_hi = ((w2 >> 4) & 0x0f0f0f0f) | ((w1 >> 2) & 0x30303030);
+    memcpy(sc, &s_lo, 4), memcpy(sc + 4, &s_hi, 4), memcpy(mn, &m_lo, 4), memcpy(mn + 4, &m_hi, 4);
+}
+
+/* Decoded 32 elements (two vectors) at a time and used for every activation row before the next 32. */
+INLINE void k_tile(uint32_t wt, int nb, const uint8_t *w, const block_q8_K *const *a, int64_t nsb, float *res) {
+    float32x4_t acc[TB];
+    for (int b = 0; b < nb; b++) acc[b] = vdupq_n_f32(0);
+    for (int64_t i = 0; i < nsb; i++) {
+        const block_q4_K *p4 = (const block_q4_K *)w + i;
+        const block_q6_K *p6 = (const block_q6_K *)w + i;
+        uint8_t sc[8], mn[8];
+        if (wt == QT_Q4_K) q4k_scales(p4->scales, sc, mn);
+        int32x4_t isum[TB];
+        for (int b = 0; b < nb; b++) isum[b] = vdupq_n_s32(0);
+        for (int j = 0; j < 8; j++) { /* 32 elements: j-th sub-block of Q4_K, quarter j of Q6_K */
+            int8x16_t w0, w1;
+            int s0, s1;
+            if (wt == QT_Q4_K) {
+                const uint8_t *q = p4->qs + 32 * (j / 2);
+                uint8x16_t v0 = vld1q_u8(q), v1 = vld1q_u8(q + 16);
+                if (j & 1) v0 = vshrq_n_u8(v0, 4), v1 = vshrq_n_u8(v1, 4);
+                else v0 = vandq_u8(v0, vdupq_n_u8(15)), v1 = vandq_u8(v1, vdupq_n_u8(15));
+                w0 = vreinterpretq_s8_u8(v0), w1 = vreinterpretq_s8_u8(v1);
+                s0 = s1 = sc[j];
+            } else {
+                int h = j / 4, k = j % 4;
+                const uint8_t *ql = p6->ql + 64 * h + 32 * (k & 1), *qh = p6->qh + 32 * h;
+                uint8x16_t l0 = vld1q_u8(ql), l1 = vld1q_u8(ql + 16);
+                if (k >= 2) l0 = vshrq_n_u8(l0, 4), l1 = vshrq_n_u8(l1, 4);
+                else l0 = vandq_u8(l0, vdupq_n_u8(15)), l1 = vandq_u8(l1, vdupq_n_u8(15));
+                int8x16_t sh = vdupq_n_s8((int8_t)(4 - 2 * k)); /* move bits 2k..2k+1 to 4..5 */
+                uint8x16_t h0 = vandq_u8(vshlq_u8(vld1q_u8(qh), sh), vdupq_n_u8(0x30));
+                uint8x16_t h1 = vandq_u8(vshlq_u8(vld1q_u8(qh + 16), sh), vdupq_n_u8(0x30));
+                w0 = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(l0, h0)), vdupq_n_s8(32));
+                w1 = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(l1, h1)), vdupq_n_s8(32));
+                s0 = p6->scales[2 * j], s1 = p6->scales[2 * j + 1];
+            }
+            for (int b = 0; b < nb; b++) {
+                const int8_t *q = a[b][i].qs + 32 * j;
+                int32x4_t t0 = dot16(w0, vld1q_s8(q), vdupq_n_s32(0));
+                int32x4_t t1 = dot16(w1, vld1q_s8(q + 16), vdupq_n_s32(0));
+                isum[b] = vmlaq_n_s32(vmlaq_n_s32(isum[b], t0, s0), t1, s1);
+            }
+        }
+        float d = fp16_to_f32(wt == QT_Q4_K ? p4->d : p6->d);
+        if (wt == QT_Q4_K) {
+            float dmin = fp16_to_f32(p4->dmin);
+            /* sub-block j's min applies to bsums 2j and 2j+1 */
+            uint8x8_t m8 = vld1_u8(mn);
+            int16x8_t mlo = vreinterpretq_s16_u16(vmovl_u8(vzip1_u8(m8, m8)));
+            int16x8_t mhi = vreinterpretq_s16_u16(vmovl_u8(vzip2_u8(m8, m8)));
+            for (int b = 0; b < nb; b++) {
+                const block_q8_K *ab = a[b] + i;
+                int16x8_t b0 = vld1q_s16(ab->bsums), b1 = vld1q_s16(ab->bsums + 8);
+                int32x4_t ms = vmull_s16(vget_low_s16(b0), vget_low_s16(mlo));
+                ms = vmlal_high_s16(ms, b0, mlo);
+                ms = vmlal_s16(ms, vget_low_s16(b1), vget_low_s16(mhi));
+                ms = vmlal_high_s16(ms, b1, mhi);
+                acc[b] = vfmaq_n_f32(acc[b], vcvtq_f32_s32(isum[b]), d * ab->d);
+                acc[b] = vfmsq_n_f32(acc[b], vcvtq_f32_s32(ms), dmin * ab->d);
+            }
+        } else {
+            for (int b = 0; b < nb; b++) acc[b] = vfmaq_n_f32(acc[b], vcvtq_f32_s32(isum[b]), d * a[b][i].d);
+        }
+    }
+    for (int b = 0; b < nb; b++) res[b] = vaddvq_f32(acc[b]);
+}
+
+INLINE void mm_k(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act, size_t arb, int B, int64_t K,
+                 int64_t r0, int64_t r1, float *y, size_t ldy) {
+    const int64_t nsb = K / QK_K;
+    int64_t rc = row_chunk(wrb, B, r1 - r0, 1);
+    for (int64_t c0 = r0; c0 < r1; c0 += rc) {
+        int64_t c1 = LAYA_MIN(r1, c0 + rc);
+        for (int b0 = 0; b0 < B; b0 += TB) {
+            int nb = LAYA_MIN(TB, B - b0);
+            const block_q8_K *a[TB];
+            for (int t = 0; t < nb; t++) a[t] = (const block_q8_K *)(act + (size_t)(b0 + t) * arb);
+            for (int64_t r = c0; r < c1; r++) {
+                const uint8_t *w = W + (size_t)r * wrb;
+                float res[TB];
+                switch (nb) {
+                case 1: k_tile(wt, 1, w, a, nsb, res); break;
+                case 2: k_tile(wt, 2, w, a, nsb, res); break;
+                case 3: k_tile(wt, 3, w, a, nsb, res); break;
+                default: k_tile(wt, 4, w, a, nsb, res); break;
+                }
+                for (int t = 0; t < nb; t++) y[(size_t)(b0 + t) * ldy + (size_t)r] = res[t];
+            }
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- table */
+
+static void neon_matmul(uint32_t wtype, const void *W, size_t w_row_bytes, const void *act, size_t act_row_bytes,
+                        int B, int64_t K, int64_t r0, int64_t r1, float *y, size_t ldy) {
+    if (B <= 0 || r1 <= r0) return;
+    switch (wtype) {
+    case QT_F32: mm_float(QT_F32, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
+    case QT_F16: mm_float(QT_F16, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
+    case QT_BF16: mm_float(QT_BF16, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
+    case QT_Q8_0: mm_q8(QT_Q8_0, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
+    case QT_Q4_0: mm_q8(QT_Q4_0, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
+    case QT_Q4_K: mm_k(QT_Q4_K, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
+    case QT_Q6_K: mm_k(QT_Q6_K, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
+    default: kn_ref_ops.matmul(wtype, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
+    }
+}
+
+static float neon_dot_f32(const float *a, const float *b, int64_t n) {
+    float32x4_t s0 = vdupq_n_f32(0), s1 = vdupq_n_f32(0), s2 = vdupq_n_f32(0), s3 = vdupq_n_f32(0);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        s0 = vfmaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
+        s1 = vfmaq_f32(s1, vld1q_f32(a + i + 4), vld1q_f32(b + i + 4));
+        s2 = vfmaq_f32(s2, vld1q_f32(a + i + 8), vld1q_f32(b + i + 8));
+        s3 = vfmaq_f32(s3, vld1q_f32(a + i + 12), vld1q_f32(b + i + 12));
+    }
+    for (; i + 4 <= n; i += 4) s0 = vfmaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
+    float s = vaddvq_f32(vaddq_f32(vaddq_f32(s0, s1), vaddq_f32(s2, s3)));
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+static void neon_axpy_f32(float *y, float a, const float *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vfmaq_n_f32(vld1q_f32(y + i), vld1q_f32(x + i), a));
+    for (; i < n; i++) y[i] += a * x[i];
+}
+
+const kn_ops kn_neon_ops = {"neon", neon_quantize_act, neon_matmul, neon_dot_f32, neon_axpy_f32};

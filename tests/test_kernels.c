@@ -1,0 +1,299 @@
+/* test_kernels.c — every kernel table this CPU can run (avx2, avx512, neon) against the scalar reference
+ * on random data and odd shapes, and the reference itself against a naive double-precision
+ * dequantize-then-dot. Weights are random bytes rather than quantizer output, so every field takes its
+ * full range (Q8_0 -128, negative scales, all 6-bit Q4_K scales and mins). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "common.h"
+#include "kernels/kernels.h"
+#include "qtypes.h"
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+static uint32_t rnd(void) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (uint32_t)(rng >> 32);
+}
+static float frnd(void) { return (float)rnd() / 4294967296.0f * 2 - 1; } /* [-1, 1) */
+
+/* A random scale in +-[lo, hi), as fp16. */
+static qt_half rnd_scale(float lo, float hi, int allow_negative) {
+    float v = lo + (hi - lo) * (frnd() * 0.5f + 0.5f);
+    if (allow_negative && (rnd() & 1)) v = -v;
+    return f32_to_fp16(v);
+}
+
+static void fill_weights(uint32_t type, uint8_t *w, int64_t N, int64_t K) {
+    size_t rb = qt_row_bytes(type, K);
+    for (int64_t r = 0; r < N; r++) {
+        uint8_t *row = w + (size_t)r * rb;
+        int64_t nb = K / qt_get(type)->block;
+        for (int64_t i = 0; i < nb; i++) {
+            switch (type) {
+            case QT_F32: ((float *)row)[i] = frnd(); break;
+            case QT_F16: ((uint16_t *)row)[i] = f32_to_fp16(frnd()); break;
+            case QT_BF16: ((uint16_t *)row)[i] = f32_to_bf16(frnd()); break;
+            case QT_Q8_0: {
+                block_q8_0 *b = (block_q8_0 *)row + i;
+                b->d = rnd_scale(1e-3f, 2e-2f, 1);
+                for (int j = 0; j < 32; j++) b->qs[j] = (int8_t)rnd();
+                break;
+            }
+            case QT_Q4_0: {
+                block_q4_0 *b = (block_q4_0 *)row + i;
+                b->d = rnd_scale(1e-3f, 2e-1f, 1);
+                for (int j = 0; j < 16; j++) b->qs[j] = (uint8_t)rnd();
+                break;
+            }
+            case QT_Q4_K: {
+                block_q4_K *b = (block_q4_K *)row + i;
+                b->d = rnd_scale(1e-4f, 5e-3f, 0);
+                b->dmin = rnd_scale(1e-4f, 5e-3f, 1);
+                for (int j = 0; j < 12; j++) b->scales[j] = (uint8_t)rnd();
+                for (int j = 0; j < 128; j++) b->qs[j] = (uint8_t)rnd();
+                break;
+            }
+            case QT_Q6_K: {
+                block_q6_K *b = (block_q6_K *)row + i;
+                b->d = rnd_scale(1e-5f, 5e-4f, 1);
+                for (int j = 0; j < 128; j++) b->ql[j] = (uint8_t)rnd();
+                for (int j = 0; j < 64; j++) b->qh[j] = (uint8_t)rnd();
+                for (int j = 0; j < 16; j++) b->scales[j] = (int8_t)rnd();
+                break;
+            }
+            }
+        }
+    }
+}
+
+/* Activation row kinds: ordinary, wide dynamic range, an outlier per block, all zero. */
+static void fill_act(float *x, int64_t K, int kind) {
+    float s = ldexpf(1, (int)(rnd() % 8) - 4);
+    for (int64_t k = 0; k < K; k++) {
+        switch (kind) {
+        case 0: x[k] = frnd() * s; break;
+        case 1: x[k] = frnd() * ldexpf(1, (int)(rnd() % 24) - 12); break;
+        case 2: x[k] = k % 32 == 7 ? 50 * s : frnd() * s * 0.01f; break;
+        default: x[k] = 0; break;
+        }
+    }
+}
+
+/* The activation row as the kernels see it, in double. */
+static void act_values(uint32_t wtype, const void *xq, const float *x, int64_t K, double *out) {
+    switch (wtype) {
+    case QT_Q8_0:
+    case QT_Q4_0:
+        for (int64_t k = 0; k < K; k++) {
+            const block_q8_0 *b = (const block_q8_0 *)xq + k / 32;
+            out[k] = (double)fp16_to_f32(b->d) * b->qs[k % 32];
+        }
+        break;
+    case QT_Q4_K:
+    case QT_Q6_K:
+        for (int64_t k = 0; k < K; k++) {
+            const block_q8_K *b = (const block_q8_K *)xq + k / QK_K;
+            out[k] = (double)b->d * b->qs[k % QK_K];
+        }
+        break;
+    default:
+        for (int64_t k = 0; k < K; k++) out[k] = x[k];
+    }
+}
+
+static const uint32_t g_types[] = {QT_F32, QT_F16, QT_BF16, QT_Q8_0, QT_Q4_0, QT_Q4_K, QT_Q6_K};
+static const kn_ops *g_tables[4];
+static int g_ntables;
+
+#define SENTINEL 12345.5f
+
+/* Checks quantize_act of every table against the reference: the bytes must be identical, and the
+ * quantization error within half a step (plus the fp16 rounding of the q8_0 scale). */
+static void check_quantize_act(uint32_t wtype, const float *x, int64_t K, const void *xq_ref) {
+    size_t ab = kn_act_row_bytes(wtype, K);
+    uint8_t *xq = malloc(ab);
+    for (int t = 1; t < g_ntables; t++) {
+        memset(xq, 0x5a, ab);
+        g_tables[t]->quantize_act(wtype, x, xq, K);
+        CHECK(!memcmp(xq, xq_ref, ab), "%s quantize_act %s K=%lld differs from the reference", g_tables[t]->name,
+              qt_get(wtype)->name, (long long)K);
+    }
+    free(xq);
+    if (wtype == QT_F32 || wtype == QT_F16 || wtype == QT_BF16) return;
+    int blk = (wtype == QT_Q8_0 || wtype == QT_Q4_0) ? 32 : QK_K;
+    double *v = malloc((size_t)K * sizeof *v);
+    act_values(wtype, xq_ref, x, K, v);
+    int bad = 0, bad_sums = 0;
+    for (int64_t b0 = 0; b0 < K; b0 += blk) {
+        float amax = 0;
+        for (int j = 0; j < blk; j++) amax = fmaxf(amax, fabsf(x[b0 + j]));
+        double d = amax / 127.0, bound = d * (0.5 + (blk == 32 ? 127 * ldexp(1, -11) : 1e-6)) + 1e-30;
+        for (int j = 0; j < blk; j++) bad += !(fabs(v[b0 + j] - x[b0 + j]) <= bound);
+        if (blk == QK_K) {
+            const block_q8_K *q = (const block_q8_K *)xq_ref + b0 / QK_K;
+            for (int s = 0; s < 16; s++) {
+                int sum = 0;
+                for (int j = 0; j < 16; j++) sum += q->qs[16 * s + j], bad += q->qs[16 * s + j] == -128;
+                bad_sums += sum != q->bsums[s];
+            }
+        } else {
+            const block_q8_0 *q = (const block_q8_0 *)xq_ref + b0 / 32;
+            for (int j = 0; j < 32; j++) bad += q->qs[j] == -128;
+        }
+    }
+    CHECK(bad == 0 && bad_sums == 0, "activation quantization %s K=%lld: %d values, %d sums wrong",
+          qt_get(wtype)->name, (long long)K, bad, bad_sums);
+    free(v);
+}
+
+/* One shape: the reference against the naive double product, then every table against the reference. */
+static void check_case(uint32_t type, int64_t K, int64_t N, int B, int64_t r0, int64_t r1) {
+    size_t wrb = qt_row_bytes(type, K), arb = kn_act_row_bytes(type, K), ldy = (size_t)N + 3;
+    uint8_t *W = malloc(wrb * (size_t)N);
+    float *x = malloc((size_t)B * (size_t)K * sizeof(float));
+    uint8_t *act = malloc(arb * (size_t)B);
+    float *wf = malloc((size_t)K * sizeof(float));
+    double *av = malloc((size_t)K * B * sizeof(double));
+    double *exact = malloc((size_t)B * (size_t)N * sizeof(double)), *mag = malloc((size_t)B * (size_t)N * sizeof(double));
+    double *mag_off = calloc((size_t)B * (size_t)N, sizeof(double));
+    float *yref = malloc((size_t)B * ldy * sizeof(float)), *y = malloc((size_t)B * ldy * sizeof(float));
+    fill_weights(type, W, N, K);
+    for (int b = 0; b < B; b++) {
+        fill_act(x + (size_t)b * K, K, b == 2 ? 3 : (int)(rnd() % 3));
+        kn_ref_ops.quantize_act(type, x + (size_t)b * K, act + (size_t)b * arb, K);
+        act_values(type, act + (size_t)b * arb, x + (size_t)b * K, K, av + (size_t)b * K);
+    }
+    for (int64_t r = 0; r < N; r++) {
+        qt_dequantize_row(type, W + (size_t)r * wrb, wf, K);
+        for (int b = 0; b < B; b++) {
+            double s = 0, m = 0;
+            for (int64_t k = 0; k < K; k++) s += wf[k] * av[(size_t)b * K + k], m += fabs(wf[k] * av[(size_t)b * K + k]);
+            exact[(size_t)b * N + r] = s, mag[(size_t)b * N + r] = m;
+        }
+        /* A SIMD kernel may feed the weights in unsigned (q + 8, q + 128) and subtract offset * sum(a)
+         * per block; then its float lanes carry terms of that size, and so do its rounding errors. */
+        int off = type == QT_Q4_0 ? 8 : type == QT_Q8_0 ? 128 : 0;
+        for (int64_t i = 0; off && i < K / 32; i++) {
+            double dw = type == QT_Q4_0 ? fabs(fp16_to_f32(((const block_q4_0 *)(W + (size_t)r * wrb))[i].d))
+                                        : fabs(fp16_to_f32(((const block_q8_0 *)(W + (size_t)r * wrb))[i].d));
+            for (int b = 0; b < B; b++) {
+                const block_q8_0 *ab = (const block_q8_0 *)(act + (size_t)b * arb) + i;
+                double sa = 0;
+                for (int j = 0; j < 32; j++) sa += abs(ab->qs[j]);
+                mag_off[(size_t)b * N + r] += dw * fabs(fp16_to_f32(ab->d)) * off * sa;
+            }
+        }
+    }
+    const char *name = qt_get(type)->name;
+    for (int t = 0; t < g_ntables; t++) {
+        float *out = t == 0 ? yref : y;
+        for (size_t i = 0; i < (size_t)B * ldy; i++) out[i] = SENTINEL;
+        g_tables[t]->matmul(type, W, wrb, act, arb, B, K, r0, r1, out, ldy);
+        int bad = 0, stray = 0;
+        double worst = 0;
+        for (int b = 0; b < B; b++)
+            for (size_t r = 0; r < ldy; r++) {
+                float v = out[(size_t)b * ldy + r];
+                if ((int64_t)r < r0 || (int64_t)r >= r1) {
+                    stray += v != SENTINEL;
+                    continue;
+                }
+                /* float summation order only: the integer sums are exact in every table */
+                double want = t == 0 ? exact[(size_t)b * N + r] : yref[(size_t)b * ldy + r];
+                double tol = 2e-5 * mag[(size_t)b * N + r] + (t ? 4e-6 * mag_off[(size_t)b * N + r] : 0) + 1e-30;
+                double err = fabs(v - want);
+                if (!(err <= tol)) bad++;
+                if (err / tol > worst) worst = err / tol;
+            }
+        CHECK(bad == 0 && stray == 0,
+              "%s %s K=%lld N=%lld B=%d rows [%lld,%lld): %d wrong (worst %.2f x tol), %d stray writes",
+              g_tables[t]->name, name, (long long)K, (long long)N, B, (long long)r0, (long long)r1, bad, worst, stray);
+    }
+    for (int b = 0; b < B && b < 3; b++) check_quantize_act(type, x + (size_t)b * K, K, act + (size_t)b * arb);
+    free(W), free(x), free(act), free(wf), free(av), free(exact), free(mag), free(mag_off), free(yref), free(y);
+}
+
+static void test_matmul(void) {
+    static const int64_t k_float[] = {1, 7, 32, 33, 64, 96, 100, 256, 512, 768, 4864};
+    static const int64_t k_q8[] = {32, 64, 96, 256, 512, 768, 4864};
+    static const int64_t k_k[] = {256, 512, 768, 4864};
+    static const int64_t Ns[] = {1, 3, 17, 64};
+    static const int Bs[] = {1, 2, 3, 4, 5, 8, 13};
+    for (size_t ti = 0; ti < sizeof g_types / sizeof *g_types; ti++) {
+        uint32_t type = g_types[ti];
+        const int64_t *Ks = k_float;
+        size_t nk = sizeof k_float / sizeof *k_float;
+        if (type == QT_Q8_0 || type == QT_Q4_0) Ks = k_q8, nk = sizeof k_q8 / sizeof *k_q8;
+        if (type == QT_Q4_K || type == QT_Q6_K) Ks = k_k, nk = sizeof k_k / sizeof *k_k;
+        for (size_t ki = 0; ki < nk; ki++)
+            for (size_t ni = 0; ni < sizeof Ns / sizeof *Ns; ni++)
+                for (size_t bi = 0; bi < sizeof Bs / sizeof *Bs; bi++) {
+                    int64_t K = Ks[ki], N = Ns[ni];
+                    if (K >= 4096 && N > 17 && Bs[bi] > 5) continue; /* keeps the run short */
+                    check_case(type, K, N, Bs[bi], 0, N);
+                    if (N >= 3) check_case(type, K, N, Bs[bi], N / 3, N - 1);
+                }
+        /* batches beyond a register tile over more rows than one L2 chunk */
+        int64_t K = type == QT_F32 ? 1024 : type == QT_F16 || type == QT_BF16 ? 2048 : 4864;
+        check_case(type, K, 230, 11, 1, 229);
+        check_case(type, K, 230, 17, 0, 230);
+    }
+    /* K beyond one chunk of converted activation scales */
+    check_case(QT_Q8_0, 16480, 5, 9, 0, 5);
+    check_case(QT_Q4_0, 16480, 5, 3, 1, 4);
+    /* empty ranges write nothing */
+    check_case(QT_Q4_0, 64, 3, 2, 2, 2);
+    check_case(QT_Q6_K, 256, 3, 2, 3, 3);
+}
+
+static void test_f32_ops(void) {
+    static const int64_t ns[] = {0, 1, 3, 7, 8, 15, 16, 17, 31, 63, 64, 65, 100, 1000, 4867};
+    float *a = malloc(5000 * sizeof(float)), *b = malloc(5000 * sizeof(float));
+    float *y0 = malloc(5000 * sizeof(float)), *y1 = malloc(5000 * sizeof(float));
+    for (int i = 0; i < 5000; i++) a[i] = frnd(), b[i] = frnd() * 3;
+    for (int t = 1; t < g_ntables; t++)
+        for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
+            int64_t n = ns[i];
+            double mag = 0;
+            for (int64_t k = 0; k < n; k++) mag += fabs((double)a[k] * b[k]);
+            float d0 = kn_ref_ops.dot_f32(a, b, n), d1 = g_tables[t]->dot_f32(a, b, n);
+            CHECK(fabs(d0 - d1) <= 1e-5 * mag, "%s dot_f32 n=%lld: %g vs %g", g_tables[t]->name, (long long)n, d1, d0);
+            for (int k = 0; k < 5000; k++) y0[k] = y1[k] = b[k];
+            kn_ref_ops.axpy_f32(y0, 0.7f, a, n);
+            g_tables[t]->axpy_f32(y1, 0.7f, a, n);
+            int bad = 0;
+            for (int k = 0; k < 5000; k++)
+                bad += k < n ? !(fabsf(y0[k] - y1[k]) <= 1e-6f * (fabsf(a[k]) + fabsf(b[k]))) : y1[k] != b[k];
+            CHECK(bad == 0, "%s axpy_f32 n=%lld: %d wrong", g_tables[t]->name, (long long)n, bad);
+        }
+    free(a), free(b), free(y0), free(y1);
+}
+
+static void test_dispatch(void) {
+    CHECK(kn_by_name("scalar") == &kn_ref_ops, "scalar table");
+    CHECK(kn_by_name("nonsense") == NULL && kn_by_name(NULL) == NULL, "unknown table");
+    const kn_ops *best = kn_best();
+    CHECK(best != NULL && best == kn_best(), "kn_best is stable");
+    CHECK(kn_act_row_bytes(QT_Q4_0, 64) == 68 && kn_act_row_bytes(QT_Q6_K, 512) == 584 &&
+              kn_act_row_bytes(QT_F16, 5) == 20, "act row bytes");
+    CHECK(kn_act_row_bytes(QT_Q8_0, 33) == 0 && kn_act_row_bytes(QT_Q4_1, 32) == 0 && kn_act_row_bytes(QT_F32, 0) == 0,
+          "act row bytes of bad shapes");
+}
+
+int main(void) {
+    static const char *const names[] = {"avx2", "avx512", "neon"};
+    g_tables[g_ntables++] = &kn_ref_ops;
+    printf("test_kernels: tables:");
+    printf(" %s", kn_ref_ops.name);
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        const kn_ops *k = kn_by_name(names[i]);
+        if (k) g_tables[g_ntables++] = k, printf(" %s", k->name);
+    }
+    printf(" (best: %s)\n", kn_best()->name);
+    test_dispatch();
+    test_f32_ops();
+    test_matmul();
+    return DONE("test_kernels");
+}

@@ -1,0 +1,209 @@
+/* cmd_bench.c — `laya bench`: load time, prefill throughput at 8/64/512 tokens, and decode latency per
+ * step for 1, 2, 4 and 8 sequences sharing a 64-token prefix (the per-keystroke candidate pattern), plus
+ * peak RSS. Medians over repetitions; p10/p90 in the human-readable table. Not here: accuracy checks. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "cli.h"
+#include "json.h"
+
+#define HELP_BENCH                                                                                        \
+    "usage: laya bench -m MODEL [--threads N] [--reps R] [--json]\n"                                      \
+    "Measures, on one context of 8 sequences:\n"                                                          \
+    "  prefill: tokens/s of one batch of 8, 64 and 512 tokens into an empty sequence (R runs each)\n"     \
+    "  decode:  ms per step where each of B = 1, 2, 4, 8 sequences, forked from a shared 64-token\n"      \
+    "           prefix, gets one new token with logits (max(8, 4R) steps each)\n"                          \
+    "  load:    ms for laya_model_load (the first and only load of this process)\n"                      \
+    "  memory:  peak RSS in MB (getrusage)\n"                                                             \
+    "--threads N sets laya_model_params.n_threads (0 = all CPUs); R defaults to 5. --json prints\n"       \
+    "  {\"prefill_tok_s\":{\"8\":x,\"64\":x,\"512\":x},\"decode_ms\":{\"1\":x,\"2\":x,\"4\":x,\"8\":x},\n" \
+    "   \"load_ms\":x,\"peak_rss_mb\":x}   (medians)\n"
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct stats { double med, p10, p90; } stats;
+
+/* Sorts v in place. Percentiles by nearest rank; the median of an even count averages the middle two. */
+static stats summarize(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    stats s;
+    s.med = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    s.p10 = v[(int)lround(0.1 * (n - 1))];
+    s.p90 = v[(int)lround(0.9 * (n - 1))];
+    return s;
+}
+
+static const int k_prefill[3] = {8, 64, 512};
+static const int k_batch[4] = {1, 2, 4, 8};
+#define PREFIX 64
+#define N_SEQ 8
+
+int cmd_bench(int argc, char **argv) {
+    argp p = {"bench", argc, argv, 0, 0};
+    const char *model = NULL;
+    long threads = 0, reps = 5;
+    int json = 0;
+    for (p.i = 0; p.i < argc; p.i++) {
+        const char *v;
+        if (arg_help(&p)) {
+            fputs(HELP_BENCH, stdout);
+            return CLI_OK;
+        }
+        if ((v = arg_str(&p, "-m", "--model"))) model = v;
+        else if (arg_int(&p, "-t", "--threads", 0, 64, &threads)) {}
+        else if (arg_int(&p, "-r", "--reps", 1, 10000, &reps)) {}
+        else if (arg_is(&p, NULL, "--json")) json = 1;
+        else if (!p.bad) return cli_usage_error("bench", "unknown argument '%s'", argv[p.i]);
+        if (p.bad) return CLI_USAGE;
+    }
+    if (!model) return cli_usage_error("bench", "missing -m MODEL");
+
+    double t0 = now_ms();
+    laya_model *m = cli_load(model, (int32_t)threads, 0);
+    if (!m) return CLI_FAIL;
+    double load_ms = now_ms() - t0;
+
+    int rc = CLI_OK;
+    int max_kv = 512;
+    int steps = (int)CLI_MIN(CLI_MAX(8, 4 * reps), max_kv - PREFIX - 1);
+    laya_context_params cp = laya_context_default_params();
+    cp.n_seq = N_SEQ;
+    cp.max_kv_size = max_kv;
+    cp.max_batch = 512;
+    cp.max_logits = N_SEQ;
+    laya_context *c = NULL;
+    char err[LAYA_ERR_MSG_MAX] = "";
+    laya_status st = laya_context_create(m, cp, &c, err, sizeof err);
+    laya_token *tok = malloc(512 * sizeof *tok);
+    int32_t *seq = calloc(512, sizeof *seq);
+    int8_t *want = malloc(512);
+    double *samples = malloc((size_t)CLI_MAX(reps, steps) * sizeof *samples);
+    stats pre[3], dec[4];
+    if (st || !c) {
+        rc = cli_fail("cannot create a context: %s", err[0] ? err : laya_status_str(st));
+        goto done;
+    }
+    if (!tok || !seq || !want || !samples) {
+        rc = cli_fail("out of memory");
+        goto done;
+    }
+    /* ids spread over the vocabulary; their values do not change the work done */
+    int32_t nv = laya_n_vocab(m);
+    uint64_t s = 0x2545f4914f6cdd1dull;
+    for (int i = 0; i < 512; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        tok[i] = (laya_token)((s >> 33) % (uint64_t)nv);
+    }
+    memset(want, 1, 512);
+
+#define DECODE(batch)                                                           \
+    do {                                                                        \
+        if ((st = laya_decode(c, batch))) {                                     \
+            rc = cli_fail("decode: %s", laya_context_error(c));                 \
+            goto done;                                                          \
+        }                                                                       \
+    } while (0)
+
+    /* warm-up: first touch of the weights and scratch */
+    DECODE(((laya_batch){8, tok, seq, NULL}));
+
+    for (int k = 0; k < 3; k++) {
+        int n = k_prefill[k];
+        for (int r = 0; r < reps; r++) {
+            laya_seq_truncate(c, 0, 0);
+            double t = now_ms();
+            DECODE(((laya_batch){n, tok, seq, NULL}));
+            double dt = now_ms() - t;
+            samples[r] = dt > 0 ? n / (dt / 1e3) : INFINITY;
+        }
+        pre[k] = summarize(samples, (int)reps);
+    }
+
+    laya_seq_truncate(c, 0, 0);
+    DECODE(((laya_batch){PREFIX, tok, seq, NULL}));
+    for (int k = 0; k < 4; k++) {
+        int B = k_batch[k];
+        int32_t bseq[N_SEQ];
+        laya_token btok[N_SEQ];
+        for (int j = 0; j < B; j++) {
+            bseq[j] = j;
+            if (j && (st = laya_seq_fork(c, 0, j, PREFIX))) {
+                rc = cli_fail("fork: %s", laya_context_error(c));
+                goto done;
+            }
+        }
+        laya_seq_truncate(c, 0, PREFIX);
+        /* one untimed step first: it is the only one paying for cold caches of the new sequences */
+        for (int step = -1; step < steps; step++) {
+            for (int j = 0; j < B; j++) btok[j] = tok[(PREFIX + step + 1 + j * 7) % 512];
+            double t = now_ms();
+            DECODE(((laya_batch){B, btok, bseq, want}));
+            if (step >= 0) samples[step] = now_ms() - t;
+        }
+        dec[k] = summarize(samples, steps);
+    }
+#undef DECODE
+
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double rss_mb = (double)ru.ru_maxrss / 1024.0; /* Linux reports kilobytes */
+
+    json_buf b;
+    json_buf_init(&b);
+    if (json) {
+        json_buf_cstr(&b, "{\"prefill_tok_s\":{");
+        for (int k = 0; k < 3; k++) {
+            json_buf_printf(&b, "%s\"%d\":", k ? "," : "", k_prefill[k]);
+            json_buf_num(&b, pre[k].med);
+        }
+        json_buf_cstr(&b, "},\"decode_ms\":{");
+        for (int k = 0; k < 4; k++) {
+            json_buf_printf(&b, "%s\"%d\":", k ? "," : "", k_batch[k]);
+            json_buf_num(&b, dec[k].med);
+        }
+        json_buf_cstr(&b, "},\"load_ms\":");
+        json_buf_num(&b, load_ms);
+        json_buf_cstr(&b, ",\"peak_rss_mb\":");
+        json_buf_num(&b, rss_mb);
+        json_buf_cstr(&b, "}\n");
+    } else {
+        json_buf_printf(&b, "model %s, backend %s, %ld reps, %d decode steps\n", model, laya_cpu_backend(), reps,
+                        steps);
+        json_buf_printf(&b, "%-22s %12s %12s %12s\n", "", "median", "p10", "p90");
+        for (int k = 0; k < 3; k++) {
+            char label[40];
+            snprintf(label, sizeof label, "prefill %d (tok/s)", k_prefill[k]);
+            json_buf_printf(&b, "%-22s %12.1f %12.1f %12.1f\n", label, pre[k].med, pre[k].p10, pre[k].p90);
+        }
+        for (int k = 0; k < 4; k++) {
+            char label[40];
+            snprintf(label, sizeof label, "decode B=%d (ms/step)", k_batch[k]);
+            json_buf_printf(&b, "%-22s %12.3f %12.3f %12.3f\n", label, dec[k].med, dec[k].p10, dec[k].p90);
+        }
+        json_buf_printf(&b, "%-22s %12.1f\n", "load (ms)", load_ms);
+        json_buf_printf(&b, "%-22s %12.1f\n", "peak RSS (MB)", rss_mb);
+    }
+    if (json_buf_status(&b)) rc = cli_fail("out of memory");
+    else if (fwrite(b.p, 1, b.len, stdout) != b.len || fflush(stdout)) rc = cli_fail("writing to stdout failed");
+    json_buf_free(&b);
+done:
+    free(tok);
+    free(seq);
+    free(want);
+    free(samples);
+    laya_context_free(c);
+    laya_model_free(m);
+    return rc;
+}
