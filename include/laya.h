@@ -87,8 +87,9 @@ LAYA_API const char *laya_model_error(const laya_model *m);
  * Tokenizer (read from the model's GGUF metadata). Thread-safe on a shared model. */
 
 /* Encode len bytes of text. Invalid UTF-8 is first replaced by U+FFFD per maximal invalid subpart (as
- * Python's bytes.decode(errors="replace") does), so any bytes are accepted. Special-token text such
- * as "<|endoftext|>" is matched only if parse_special is nonzero. No BOS is added here. Writes at most
+ * Python's bytes.decode(errors="replace") does), so any bytes are accepted. Control-token text such
+ * as "<|endoftext|>" is matched only if parse_special is nonzero; user-defined added tokens (e.g. Qwen's
+ * "<think>") are always matched, as Hugging Face tokenizers and llama.cpp do. No BOS is added here. Writes at most
  * cap ids; *n_out receives the number needed, and LAYA_ERR_CAPACITY is returned when it exceeds cap. */
 LAYA_API laya_status laya_tokenize(const laya_model *m, const char *text, size_t len, int parse_special,
                                    laya_token *out, size_t cap, size_t *n_out);

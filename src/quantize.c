@@ -20,9 +20,14 @@ static uint32_t ftype_of(uint32_t qtype) {
 }
 
 /* The type a tensor gets: matrices the target when their rows are whole blocks of it (otherwise they keep
- * their encoding, which the file already proved valid), everything 1-D F32. */
-static uint32_t target_type(const gguf_tensor *t, uint32_t target) {
+ * their encoding, which the file already proved valid), everything 1-D F32. As llama.cpp does for its 4-bit
+ * files, the output matrix (or the token embedding when it doubles as the output) stays at 6 or 8 bits:
+ * it decides every logit, it is where 4-bit rounding costs the most top-1 agreement, and it is one matrix
+ * of many. */
+static uint32_t target_type(const gguf_tensor *t, uint32_t target, int is_output) {
     if (t->n_dims == 1) return QT_F32;
+    if (is_output && target == QT_Q4_0 && t->n_dims == 2)
+        return t->ne[0] % QK_K == 0 ? QT_Q6_K : t->ne[0] % QK8_0 == 0 ? QT_Q8_0 : t->type;
     if (t->n_dims == 2 && t->ne[0] % qt_get(target)->block == 0) return target;
     return t->type;
 }
@@ -148,9 +153,11 @@ laya_status laya_quantize_file(const char *in_path, const char *out_path, const 
         goto done;
     }
 
+    const gguf_tensor *out_t = gguf_find_tensor(f, "output.weight");
+    if (!out_t) out_t = gguf_find_tensor(f, "token_embd.weight"); /* tied output */
     for (uint64_t i = 0; i < gguf_n_tensors(f); i++) {
         const gguf_tensor *t = gguf_tensor_at(f, i);
-        uint32_t to = target_type(t, (uint32_t)target);
+        uint32_t to = target_type(t, (uint32_t)target, t == out_t);
         const void *data = t->data; /* unchanged tensors are written straight from the map */
         if (to != t->type && (st = convert(t, to, pool, &o, &data, err, errlen))) goto done;
         char name[512];

@@ -266,7 +266,10 @@ static void check_types(const char *path, const char *want, uint32_t ftype) {
     int32_t nd;
     while (laya_model_tensor(m, n, &name, &type, ne, &nd) == LAYA_OK) {
         const char *expect = nd == 1 ? "F32" : want;
-        if (strcmp(type, expect)) {
+        /* a 4-bit file keeps its output matrix (here the tied token embedding) at 6 or 8 bits */
+        int output_exception = !strcmp(want, "Q4_0") && !strcmp(name, "token_embd.weight") &&
+                               (!strcmp(type, "Q6_K") || !strcmp(type, "Q8_0"));
+        if (strcmp(type, expect) && !output_exception) {
             if (bad++ < 3) fprintf(stderr, "  %s: %s, want %s\n", name, type, expect);
         }
         n++;
