@@ -91,7 +91,7 @@ FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c)
 fuzz:
 	@mkdir -p build/fuzz
 	@for t in $(FUZZ_TARGETS); do \
-	  clang -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -DLAYA_BUILD -Iinclude -Isrc \
+	  clang -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -D_GNU_SOURCE -DLAYA_BUILD -Iinclude -Isrc \
 	    tests/fuzz/fuzz_$$t.c $(filter-out src/kernels/%,$(wildcard src/*.c)) src/kernels/kernels.c src/kernels/kernels_ref.c \
 	    -DLAYA_NO_SIMD -lm -lpthread -o build/fuzz/fuzz_$$t || exit 1; \
 	  mkdir -p build/fuzz/corpus_$$t; \

@@ -493,6 +493,15 @@ static laya_status open_impl(rd *r, gguf_file *f) {
             return failf(r, LAYA_ERR_NOMEM, "out of memory for %" PRIu64 " tensor infos", f->n_tensors);
     }
     if ((st = parse_tensor_infos(r, f))) return st;
+    for (size_t i = 0; i < f->n_tensors; i++) f->scratch[i] = (srec){key8(f->t[i].name.p, f->t[i].name.n), i};
+    sort_recs(f->scratch, (size_t)f->n_tensors, cmp_t_name, f->t);
+    for (size_t i = 0; i < f->n_tensors; i++) f->t_by_name[i] = f->scratch[i].i;
+    for (size_t i = 1; i < f->n_tensors; i++) {
+        size_t a = f->t_by_name[i - 1], b = f->t_by_name[i];
+        if (!str_cmp(f->t[a].name, f->t[b].name))
+            return failf(r, LAYA_ERR_FORMAT, "duplicate tensor name '%.*s' (tensors %zu and %zu)", Q(f->t[a].name),
+                         a, b);
+    }
 
     uint64_t end;
     if (ck_add(r->pos, f->alignment - 1, &end))
@@ -505,15 +514,6 @@ static laya_status open_impl(rd *r, gguf_file *f) {
                      f->alignment, f->size);
     if ((st = check_tensor_data(r, f))) return st;
     if (f->n_tensors > 1 && (st = check_overlaps(r, f, f->scratch))) return st;
-    for (size_t i = 0; i < f->n_tensors; i++) f->scratch[i] = (srec){key8(f->t[i].name.p, f->t[i].name.n), i};
-    sort_recs(f->scratch, (size_t)f->n_tensors, cmp_t_name, f->t);
-    for (size_t i = 0; i < f->n_tensors; i++) f->t_by_name[i] = f->scratch[i].i;
-    for (size_t i = 1; i < f->n_tensors; i++) {
-        size_t a = f->t_by_name[i - 1], b = f->t_by_name[i];
-        if (!str_cmp(f->t[a].name, f->t[b].name))
-            return failf(r, LAYA_ERR_FORMAT, "duplicate tensor name '%.*s' (tensors %zu and %zu)", Q(f->t[a].name),
-                         a, b);
-    }
 
     if (n_strs) { /* n_strs <= file size / 8, proven by the walk */
         f->str_pool = laya_calloc((size_t)n_strs, sizeof *f->str_pool);

@@ -44,7 +44,7 @@ static uint64_t xcr0(void) {
 
 /* Bit 0: avx2 table usable (AVX2, FMA, F16C, OS saves YMM); bit 1: avx512 table usable (F, BW, VL,
  * DQ, VNNI, OS saves ZMM and opmask state). */
-static int x86_features(void) {
+static int x86_detect(void) {
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
     int osxsave = (c >> 27) & 1, avx = (c >> 28) & 1, fma = (c >> 12) & 1, f16c = (c >> 29) & 1;
@@ -58,6 +58,14 @@ static int x86_features(void) {
     int r = (avx2 && fma && f16c) ? 1 : 0;
     if (r && f && dq && bw && vl && vnni && (x & 0xe6) == 0xe6) r |= 2;
     return r;
+}
+
+/* Cached: under a hypervisor every cpuid traps, costing microseconds. */
+static _Atomic int g_features = -1;
+static int x86_features(void) {
+    int f = g_features;
+    if (f < 0) g_features = f = x86_detect();
+    return f;
 }
 #endif
 

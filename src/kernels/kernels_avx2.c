@@ -43,12 +43,15 @@ INLINE __m256 abs_ps(__m256 v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), 
 
 /* ---------------------------------------------------------------- activation quantization */
 
-/* 32 floats -> 32 int8 with the same rounding as the reference (cvtps2dq: nearest even). */
+/* 8 floats -> 8 int32 with the same rounding as the reference (cvtps2dq: nearest even). The clamp only
+ * matters for NaN input, which converts to INT_MIN: the matmuls rely on activations never holding -128. */
+INLINE __m256i q8_round(const float *v, __m256 s) {
+    return _mm256_max_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(v), s)), _mm256_set1_epi32(-127));
+}
+
+/* 32 floats -> 32 int8, and optionally the sums of each 16. */
 INLINE __m256i q8x32(const float *v, __m256 s, __m256i *sum16) {
-    __m256i q0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(v), s));
-    __m256i q1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(v + 8), s));
-    __m256i q2 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(v + 16), s));
-    __m256i q3 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(v + 24), s));
+    __m256i q0 = q8_round(v, s), q1 = q8_round(v + 8, s), q2 = q8_round(v + 16, s), q3 = q8_round(v + 24, s);
     if (sum16) sum16[0] = _mm256_add_epi32(q0, q1), sum16[1] = _mm256_add_epi32(q2, q3);
     __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q0, q1), _mm256_packs_epi32(q2, q3));
     return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
