@@ -169,13 +169,14 @@ typedef struct mm_job {
     int B;
 } mm_job;
 
-static void mm_worker(void *arg, int ith, int nth) {
+static void mm_worker(void *arg, int chunk, int n_chunks, int tid) {
+    (void)tid;
     mm_job *j = arg;
     for (int i = 0; i < j->n; i++) {
         int64_t rows = j->w[i]->rows;
-        /* Chunks of 16 rows keep every thread's range aligned for the kernels' row tiling. */
+        /* Ranges in whole 16-row blocks keep them aligned for the kernels' row tiling. */
         int64_t nblk = (rows + 15) / 16;
-        int64_t r0 = (nblk * ith / nth) * 16, r1 = LAYA_MIN(rows, (nblk * (ith + 1) / nth) * 16);
+        int64_t r0 = (nblk * chunk / n_chunks) * 16, r1 = LAYA_MIN(rows, (nblk * (chunk + 1) / n_chunks) * 16);
         if (r0 < r1)
             j->kn->matmul(j->w[i]->type, j->w[i]->data, j->w[i]->row_bytes, j->act, j->act_rb, j->B,
                           j->w[i]->cols, r0, r1, j->y[i], j->ldy[i]);
@@ -190,11 +191,13 @@ static void matmul_multi(laya_context *c, int n, const lm_mat *const *w, float *
     size_t rb = kn_act_row_bytes(w[0]->type, K);
     for (int b = 0; b < B; b++) kn->quantize_act(w[0]->type, x + (size_t)b * K, (char *)c->act + b * rb, K);
     mm_job j = {.kn = kn, .n = 0, .act = c->act, .act_rb = rb, .B = B};
+    /* A few chunks per thread, so a thread that runs late finds work taken rather than waited for. */
+    int n_chunks = lp_n_threads(c->pool) * 4;
     for (int i = 0; i < n; i++) {
         /* A matrix of another activation format (mixed-type files such as Q4_K_M) gets its own pass;
          * the formats all have different row sizes, so the size identifies the format. */
         if (kn_act_row_bytes(w[i]->type, K) != rb) {
-            lp_run(c->pool, mm_worker, &j);
+            lp_run(c->pool, mm_worker, &j, n_chunks);
             matmul_multi(c, n - i, w + i, y + i, ldy + i, x, B);
             return;
         }
@@ -203,7 +206,7 @@ static void matmul_multi(laya_context *c, int n, const lm_mat *const *w, float *
         j.ldy[j.n] = ldy[i];
         j.n++;
     }
-    lp_run(c->pool, mm_worker, &j);
+    lp_run(c->pool, mm_worker, &j, n_chunks);
 }
 
 static void matmul1(laya_context *c, const lm_mat *w, float *y, size_t ldy, const float *x, int B) {
@@ -219,15 +222,15 @@ typedef struct att_job {
     const int32_t *seq;
 } att_job;
 
-static void att_worker(void *arg, int ith, int nth) {
+static void att_worker(void *arg, int chunk, int n_chunks, int tid) {
     att_job *j = arg;
     laya_context *c = j->c;
     const lm_hparams *h = &c->m->hp;
     const kn_ops *kn = c->m->kn;
     int hd = h->head_dim, group = h->n_head / h->n_head_kv;
     int64_t tasks = (int64_t)j->n * h->n_head;
-    int64_t t0 = tasks * ith / nth, t1 = tasks * (ith + 1) / nth;
-    float *sc = c->scores + (size_t)ith * c->p.max_kv_size;
+    int64_t t0 = tasks * chunk / n_chunks, t1 = tasks * (chunk + 1) / n_chunks;
+    float *sc = c->scores + (size_t)tid * c->p.max_kv_size;
     float scale = 1.0f / sqrtf((float)hd);
     for (int64_t t = t0; t < t1; t++) {
         int i = (int)(t / h->n_head), hh = (int)(t % h->n_head), g = hh / group;
@@ -354,7 +357,8 @@ laya_status laya_decode(laya_context *c, laya_batch bt) {
             memcpy(c->vcache + off, v, (size_t)kvd * sizeof(float));
         }
         att_job aj = {.c = c, .layer = il, .n = n, .seq = bt.seq};
-        lp_run(c->pool, att_worker, &aj);
+        int64_t tasks = (int64_t)n * h->n_head;
+        lp_run(c->pool, att_worker, &aj, (int)LAYA_MIN(tasks, (int64_t)lp_n_threads(c->pool) * 4));
         matmul1(c, &L->wo, c->xn, (size_t)d, c->att, n);
         for (size_t e = 0; e < (size_t)n * d; e++) c->x[e] += c->xn[e];
 

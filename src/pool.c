@@ -1,28 +1,33 @@
-/* pool.c — persistent worker pool: a generation counter publishes each job, workers spin on it for a
- * short while, then block on a condition variable. Completion is a counter the caller spins on. */
+/* pool.c — persistent worker pool with chunk claiming. One 64-bit word holds (job generation, chunk count,
+ * next chunk); a thread claims a chunk by compare-and-swap on it, so a claim can only succeed while that
+ * job is open, and the job's fn/arg (written before the word is published) are stable until every chunk
+ * of it is done. Completion is a counter the caller waits on. */
 #include "pool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 
 #include "common.h"
 
-#define SPIN_ITERS 20000 /* about 10-50 us before sleeping: covers the gap between jobs of one pass */
+#define SPIN_PAUSE 2000   /* pause-spins before yielding: covers the gap between jobs of one pass */
+#define SPIN_YIELD 200    /* sched_yield rounds before sleeping on the condition variable */
 
 struct lp_pool {
     int n;
     pthread_t *threads;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    atomic_uint gen;      /* incremented to publish a job */
-    atomic_int pending;   /* workers still running the current job */
+    _Atomic uint64_t claim; /* gen << 32 | n_chunks << 16 | next chunk */
+    atomic_uint gen;        /* last published generation: what workers wait on */
+    atomic_int done;        /* chunks finished in the current job */
     atomic_int stop;
     atomic_int sleepers;
     lp_fn fn;
     void *arg;
 };
 
-typedef struct { lp_pool *p; int ith; } worker_arg;
+typedef struct { lp_pool *p; int tid; } worker_arg;
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -30,6 +35,18 @@ static inline void cpu_relax(void) {
 #elif defined(__aarch64__)
     __asm__ __volatile__("yield");
 #endif
+}
+
+/* Claims and runs chunks of job `gen` until none is left. */
+static void work(lp_pool *p, uint32_t gen, int tid) {
+    for (;;) {
+        uint64_t v = atomic_load(&p->claim);
+        uint32_t n = (uint32_t)(v >> 16) & 0xffff, c = (uint32_t)v & 0xffff;
+        if ((uint32_t)(v >> 32) != gen || c >= n) return;
+        if (!atomic_compare_exchange_weak(&p->claim, &v, v + 1)) continue;
+        p->fn(p->arg, (int)c, (int)n, tid);
+        atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
+    }
 }
 
 static void *worker_main(void *v) {
@@ -40,23 +57,25 @@ static void *worker_main(void *v) {
     for (;;) {
         unsigned g;
         int spins = 0;
-        while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen) {
+        while ((g = atomic_load(&p->gen)) == seen) {
             if (atomic_load(&p->stop)) return NULL;
-            if (++spins < SPIN_ITERS) {
+            spins++;
+            if (spins < SPIN_PAUSE) {
                 cpu_relax();
-                continue;
+            } else if (spins < SPIN_PAUSE + SPIN_YIELD) {
+                sched_yield();
+            } else {
+                pthread_mutex_lock(&p->mu);
+                atomic_fetch_add(&p->sleepers, 1);
+                while (atomic_load(&p->gen) == seen && !atomic_load(&p->stop)) pthread_cond_wait(&p->cv, &p->mu);
+                atomic_fetch_sub(&p->sleepers, 1);
+                pthread_mutex_unlock(&p->mu);
+                spins = 0;
             }
-            pthread_mutex_lock(&p->mu);
-            atomic_fetch_add(&p->sleepers, 1);
-            while (atomic_load(&p->gen) == seen && !atomic_load(&p->stop)) pthread_cond_wait(&p->cv, &p->mu);
-            atomic_fetch_sub(&p->sleepers, 1);
-            pthread_mutex_unlock(&p->mu);
-            spins = 0;
         }
         seen = g;
         if (atomic_load(&p->stop)) return NULL;
-        p->fn(p->arg, wa.ith, p->n);
-        atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel);
+        work(p, g, wa.tid);
     }
 }
 
@@ -71,18 +90,17 @@ laya_status lp_create(int n_threads, lp_pool **out) {
     pthread_cond_init(&p->cv, NULL);
     if (n_threads > 1) {
         p->threads = laya_calloc((size_t)n_threads, sizeof(pthread_t));
-        if (!p->threads) { lp_free(p); return LAYA_ERR_NOMEM; }
+        if (!p->threads) { p->n = 1; lp_free(p); return LAYA_ERR_NOMEM; }
         for (int i = 1; i < n_threads; i++) {
             worker_arg *wa = laya_malloc(sizeof *wa);
-            if (!wa) { p->n = i; lp_free(p); return LAYA_ERR_NOMEM; }
-            wa->p = p;
-            wa->ith = i;
-            if (pthread_create(&p->threads[i], NULL, worker_main, wa) != 0) {
-                laya_free(wa);
-                p->n = i;
-                lp_free(p);
-                return LAYA_ERR_NOMEM;
+            int ok = wa != NULL;
+            if (ok) {
+                wa->p = p;
+                wa->tid = i;
+                ok = pthread_create(&p->threads[i], NULL, worker_main, wa) == 0;
+                if (!ok) laya_free(wa);
             }
+            if (!ok) { p->n = i; lp_free(p); return LAYA_ERR_NOMEM; }
         }
     }
     *out = p;
@@ -104,20 +122,29 @@ void lp_free(lp_pool *p) {
 
 int lp_n_threads(const lp_pool *p) { return p->n; }
 
-void lp_run(lp_pool *p, lp_fn fn, void *arg) {
-    if (p->n == 1) {
-        fn(arg, 0, 1);
+void lp_run(lp_pool *p, lp_fn fn, void *arg, int n_chunks) {
+    if (n_chunks < 1) return;
+    if (n_chunks > LP_MAX_CHUNKS) n_chunks = LP_MAX_CHUNKS; /* callers size their chunks below this */
+    if (p->n == 1 || n_chunks == 1) {
+        for (int c = 0; c < n_chunks; c++) fn(arg, c, n_chunks, 0);
         return;
     }
+    /* The previous job is complete (we waited for it), so no claim can succeed until the store below. */
     p->fn = fn;
     p->arg = arg;
-    atomic_store_explicit(&p->pending, p->n - 1, memory_order_relaxed);
-    atomic_fetch_add(&p->gen, 1); /* seq_cst: pairs with the sleepers check below (Dekker) */
+    atomic_store_explicit(&p->done, 0, memory_order_relaxed);
+    uint32_t gen = atomic_load(&p->gen) + 1;
+    atomic_store(&p->claim, (uint64_t)gen << 32 | (uint64_t)n_chunks << 16);
+    atomic_store(&p->gen, gen); /* seq_cst: pairs with the sleepers check below (Dekker) */
     if (atomic_load(&p->sleepers) > 0) {
         pthread_mutex_lock(&p->mu);
         pthread_cond_broadcast(&p->cv);
         pthread_mutex_unlock(&p->mu);
     }
-    fn(arg, 0, p->n);
-    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) cpu_relax();
+    work(p, gen, 0);
+    /* Chunks still running elsewhere: wait, yielding if the runner seems descheduled. */
+    for (int spins = 0; atomic_load_explicit(&p->done, memory_order_acquire) < n_chunks; spins++) {
+        if (spins < SPIN_PAUSE) cpu_relax();
+        else sched_yield();
+    }
 }

@@ -1,19 +1,24 @@
-/* pool.h — a persistent worker pool for forward passes. The caller thread works too; workers spin
- * briefly for the next job (a keystroke decision issues many short jobs back to back) and then sleep on a
- * condition variable so idle sessions burn no CPU. Not a general task scheduler. */
+/* pool.h — a persistent worker pool for forward passes. A job is split into chunks that threads claim one
+ * at a time, so a worker the OS has descheduled (a busy machine, an IME sharing the CPU) never holds up the
+ * keystroke: whoever is running takes the remaining chunks. Workers spin briefly between jobs, then yield,
+ * then sleep, so idle sessions burn no CPU. Not a general task scheduler. */
 #ifndef LAYA_POOL_H
 #define LAYA_POOL_H
 
 #include "laya.h"
 
 typedef struct lp_pool lp_pool;
-/* fn(arg, ith, nth) runs once on each of nth threads (ith = 0 is the caller). */
-typedef void (*lp_fn)(void *arg, int ith, int nth);
+/* Runs chunk `chunk` of n_chunks. tid in [0, n_threads) names the running thread (for per-thread scratch);
+ * a chunk runs exactly once, on any thread. */
+typedef void (*lp_fn)(void *arg, int chunk, int n_chunks, int tid);
+
+#define LP_MAX_CHUNKS 65535
 
 laya_status lp_create(int n_threads, lp_pool **out);
 void lp_free(lp_pool *p);
 int lp_n_threads(const lp_pool *p);
-/* Run fn on every thread and return when all have finished. Never allocates. */
-void lp_run(lp_pool *p, lp_fn fn, void *arg);
+/* Run every chunk of [0, n_chunks) (1 <= n_chunks <= LP_MAX_CHUNKS) and return when all are done.
+ * The caller thread works too. Never allocates. */
+void lp_run(lp_pool *p, lp_fn fn, void *arg, int n_chunks);
 
 #endif

@@ -59,11 +59,11 @@ typedef struct conv_job {
     int failed;
 } conv_job;
 
-static void conv_worker(void *arg, int ith, int nth) {
+static void conv_worker(void *arg, int chunk, int n_chunks, int tid) {
     conv_job *j = arg;
     const uint8_t *src = j->t->data;
-    float *row = j->scratch + (size_t)ith * (size_t)j->ne0;
-    int64_t r0 = j->rows * ith / nth, r1 = j->rows * (ith + 1) / nth;
+    float *row = j->scratch + (size_t)tid * (size_t)j->ne0;
+    int64_t r0 = j->rows * chunk / n_chunks, r1 = j->rows * (chunk + 1) / n_chunks;
     for (int64_t r = r0; r < r1; r++)
         if (qt_dequantize_row(j->t->type, src + (size_t)r * j->rb_in, row, j->ne0) ||
             qt_quantize_row(j->to, row, j->dst + (size_t)r * j->rb_out, j->ne0))
@@ -92,8 +92,8 @@ static laya_status convert(const gguf_tensor *t, uint32_t to, lp_pool *pool, own
         return laya_err(err, errlen, LAYA_ERR_NOMEM, "out of memory converting tensor '%.*s' (%llu bytes)", nm,
                         t->name.p, (unsigned long long)bytes);
     }
-    if (nth > 1) lp_run(pool, conv_worker, &j);
-    else conv_worker(&j, 0, 1);
+    if (nth > 1) lp_run(pool, conv_worker, &j, (int)LAYA_MIN(j.rows, (int64_t)nth * 8));
+    else conv_worker(&j, 0, 1, 0);
     laya_free(j.scratch);
     *out = j.dst;
     if (j.failed)

@@ -382,10 +382,10 @@ typedef struct row_job {
 
 /* Each thread fills and encodes a contiguous range of rows. Each row has its own random stream, so the
  * file does not depend on the number of threads. */
-static void rows_worker(void *arg, int ith, int nth) {
+static void rows_worker(void *arg, int chunk, int n_chunks, int tid) {
     row_job *j = arg;
-    float *row = j->s->rows + (size_t)ith * (size_t)j->s->max_row;
-    int64_t r0 = j->rows * ith / nth, r1 = j->rows * (ith + 1) / nth;
+    float *row = j->s->rows + (size_t)tid * (size_t)j->s->max_row;
+    int64_t r0 = j->rows * chunk / n_chunks, r1 = j->rows * (chunk + 1) / n_chunks;
     for (int64_t r = r0; r < r1; r++) {
         const float *x = row;
         if (j->fill == FILL_NORMAL) {
@@ -427,8 +427,8 @@ static laya_status add_tensor(synth *s, const char *name, int64_t ne0, int64_t n
                         (unsigned long long)bytes);
     s->bufs[s->n_bufs++] = buf;
     row_job j = {s, type, ne0, rows, rb, buf, fill, given, hash_str(name) ^ (s->seed * 0x9e3779b97f4a7c15ull), 0};
-    if (s->pool && rows >= 64) lp_run(s->pool, rows_worker, &j);
-    else rows_worker(&j, 0, 1);
+    if (s->pool && rows >= 64) lp_run(s->pool, rows_worker, &j, (int)LAYA_MIN(rows, (int64_t)lp_n_threads(s->pool) * 8));
+    else rows_worker(&j, 0, 1, 0);
     if (j.failed)
         return laya_err(s->err, s->errlen, LAYA_ERR_UNSUPPORTED, "tensor %s: cannot encode as %s", name,
                         qt_get(type)->name);
