@@ -88,7 +88,7 @@ asan:
 # libFuzzer targets (clang). FUZZ_SECONDS per target; corpora under tests/fuzz/.
 FUZZ_SECONDS ?= 30
 FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
-fuzz:
+fuzz: fixtures
 	@mkdir -p build/fuzz
 	@for t in $(FUZZ_TARGETS); do \
 	  clang -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -D_GNU_SOURCE -DLAYA_BUILD -Iinclude -Isrc \
