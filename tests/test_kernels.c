@@ -201,7 +201,7 @@ static void check_case(uint32_t type, int64_t K, int64_t N, int B, int64_t r0, i
                     stray += v != SENTINEL;
                     continue;
                 }
-                /* float summation order only: the integer sums are exact in every table */
+                /* integer sums are exact in every table: only float rounding and summation order differ */
                 double want = t == 0 ? exact[(size_t)b * N + r] : yref[(size_t)b * ldy + r];
                 double tol = 2e-5 * mag[(size_t)b * N + r] + (t ? 4e-6 * mag_off[(size_t)b * N + r] : 0) + 1e-30;
                 double err = fabs(v - want);

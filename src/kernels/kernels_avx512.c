@@ -169,7 +169,9 @@ INLINE void mm_float(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *a
  * xor 0x80 (q + 128). The offset times the activation sum is subtracted by starting each 32-bit lane
  * at -sum/8 * offset (each block spans 8 lanes); those sums are computed once per tile, with the float
  * scales, into stack arrays. Per block and activation row that leaves one vpdpbusd, one convert and two
- * float operations. Integers are exact; only float sums differ in order from the reference. */
+ * float operations. The integers are exact, but each lane carries part of the offset term, so float
+ * rounding is relative to offset * sum|a| rather than sum|w * a| (still ~1e-7 of it; the test allows
+ * for that). Measured 40% faster than the |w| * sign(a, w) formulation. */
 typedef struct q8_prep {
     float da[TB][NBC];   /* activation scales */
     int32_t off[TB][NBC]; /* -(weight offset / 8) * sum of the block's activations */
