@@ -58,7 +58,16 @@ $(BUILD)/fixtures/tiny-%-q8_0.gguf: $(BUILD)/fixtures/tiny-%-f16.gguf $(BUILD)/l
 $(BUILD)/fixtures/tiny-%-q4_0.gguf: $(BUILD)/fixtures/tiny-%-f16.gguf $(BUILD)/laya
 	$(BUILD)/laya quantize $< $@ Q4_0 > /dev/null
 
-fixtures: $(FIXTURES)
+# Hugging Face / MLX model directories, unpacked.
+HF_MODELS := hf-llama-bf16 hf-qwen2-f32 hf-qwen3-bf16 mlx-llama mlx-qwen3
+HF_FIXTURES := $(HF_MODELS:%=$(BUILD)/fixtures/hf/%/config.json)
+$(BUILD)/fixtures/hf/%/config.json: tests/fixtures/hf/%.tar.xz
+	@mkdir -p $(BUILD)/fixtures/hf
+	rm -rf $(BUILD)/fixtures/hf/$*
+	tar -xJf $< -C $(BUILD)/fixtures/hf
+	touch $@
+
+fixtures: $(FIXTURES) $(HF_FIXTURES)
 
 # The main job on the bundled model: a greedy continuation.
 demo: all $(BUILD)/fixtures/tiny-qwen3-f16.gguf
@@ -69,7 +78,7 @@ demo: all $(BUILD)/fixtures/tiny-qwen3-f16.gguf
 HAVE_CROSS := $(shell command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && command -v qemu-aarch64 >/dev/null 2>&1 && echo 1)
 NEON_TESTS := test_kernels test_quant
 
-test: all $(TEST_BIN) $(FIXTURES)
+test: all $(TEST_BIN) $(FIXTURES) $(HF_FIXTURES)
 ifeq ($(HAVE_CROSS)$(findstring x86_64,$(ARCH)),1x86_64)
 	@$(MAKE) --no-print-directory CC=aarch64-linux-gnu-gcc BUILD=$(BUILD)/aarch64 $(addprefix $(BUILD)/aarch64/tests/,$(NEON_TESTS))
 else

@@ -52,7 +52,10 @@ typedef struct laya_model_params {
 
 LAYA_API laya_model_params laya_model_default_params(void);
 
-/* Load a GGUF file. On failure *out is NULL, and err (if not NULL, errlen > 0) holds a message. */
+/* Load a GGUF file, or a Hugging Face model directory (config.json, tokenizer.json [+ tokenizer_config.json],
+ * model.safetensors or a sharded set with model.safetensors.index.json; F32/F16/BF16 weights, or MLX
+ * affine-quantized 4/8-bit weights as described by config.json's "quantization"), memory-mapped in place
+ * with no conversion. Architectures llama, qwen2, qwen3. On failure *out is NULL, and err (if not NULL, errlen > 0) holds a message. */
 LAYA_API laya_status laya_model_load(const char *path, laya_model_params params, laya_model **out,
                                      char *err, size_t errlen);
 LAYA_API void laya_model_free(laya_model *m);
@@ -159,6 +162,12 @@ LAYA_API laya_status laya_seq_fork(laya_context *c, int32_t src, int32_t dst, in
  * Metadata is copied. */
 LAYA_API laya_status laya_quantize_file(const char *in_path, const char *out_path, const char *type,
                                         char *err, size_t errlen);
+
+/* Write a model directory (Hugging Face safetensors + config.json + tokenizer.json, or MLX 4/8-bit) as a
+ * GGUF file in llama.cpp's conventions, weights re-encoded to type ("F32", "F16", "Q8_0", "Q4_0"; NULL =
+ * "F16"). A 4-bit file keeps its output matrix at 6 or 8 bits, as llama.cpp does. */
+LAYA_API laya_status laya_convert(const char *model_dir, const char *out_path, const char *type, char *err,
+                                  size_t errlen);
 
 /* The CPU kernel set chosen at run time: "avx512", "avx2", "neon" or "scalar". */
 LAYA_API const char *laya_cpu_backend(void);
