@@ -164,8 +164,9 @@ typedef struct mm_job {
     const lm_mat *w[3];
     float *y[3];
     size_t ldy[3];
-    const void *act;
+    const void *act;   /* quantized activations (GGUF types) */
     size_t act_rb;
+    const float *x;    /* F32 activations (MLX weights) */
     int B;
 } mm_job;
 
@@ -177,9 +178,14 @@ static void mm_worker(void *arg, int chunk, int n_chunks, int tid) {
         /* Ranges in whole 16-row blocks keep them aligned for the kernels' row tiling. */
         int64_t nblk = (rows + 15) / 16;
         int64_t r0 = (nblk * chunk / n_chunks) * 16, r1 = LAYA_MIN(rows, (nblk * (chunk + 1) / n_chunks) * 16);
-        if (r0 < r1)
-            j->kn->matmul(j->w[i]->type, j->w[i]->data, j->w[i]->row_bytes, j->act, j->act_rb, j->B,
-                          j->w[i]->cols, r0, r1, j->y[i], j->ldy[i]);
+        if (r0 >= r1) continue;
+        const lm_mat *w = j->w[i];
+        if (w->mlx_bits)
+            j->kn->matmul_mlx(w->mlx_bits, w->mlx_group, w->data, w->scales, w->biases, w->sb_type, j->x,
+                              (size_t)w->cols, j->B, w->cols, r0, r1, j->y[i], j->ldy[i]);
+        else
+            j->kn->matmul(w->type, w->data, w->row_bytes, j->act, j->act_rb, j->B, w->cols, r0, r1, j->y[i],
+                          j->ldy[i]);
     }
 }
 
@@ -188,15 +194,17 @@ static void matmul_multi(laya_context *c, int n, const lm_mat *const *w, float *
                          const float *x, int B) {
     const kn_ops *kn = c->m->kn;
     int64_t K = w[0]->cols;
-    size_t rb = kn_act_row_bytes(w[0]->type, K);
-    for (int b = 0; b < B; b++) kn->quantize_act(w[0]->type, x + (size_t)b * K, (char *)c->act + b * rb, K);
-    mm_job j = {.kn = kn, .n = 0, .act = c->act, .act_rb = rb, .B = B};
+    /* MLX weights take F32 activations; the GGUF types take them converted once for all matrices. */
+    size_t rb = w[0]->mlx_bits ? 0 : kn_act_row_bytes(w[0]->type, K);
+    if (rb)
+        for (int b = 0; b < B; b++) kn->quantize_act(w[0]->type, x + (size_t)b * K, (char *)c->act + b * rb, K);
+    mm_job j = {.kn = kn, .n = 0, .act = c->act, .act_rb = rb, .x = x, .B = B};
     /* A few chunks per thread, so a thread that runs late finds work taken rather than waited for. */
     int n_chunks = lp_n_threads(c->pool) * 4;
     for (int i = 0; i < n; i++) {
         /* A matrix of another activation format (mixed-type files such as Q4_K_M) gets its own pass;
          * the formats all have different row sizes, so the size identifies the format. */
-        if (kn_act_row_bytes(w[i]->type, K) != rb) {
+        if ((w[i]->mlx_bits ? 0 : kn_act_row_bytes(w[i]->type, K)) != rb) {
             lp_run(c->pool, mm_worker, &j, n_chunks);
             matmul_multi(c, n - i, w + i, y + i, ldy + i, x, B);
             return;
@@ -322,9 +330,18 @@ laya_status laya_decode(laya_context *c, laya_batch bt) {
     c->last_n = n;
 
     const int d = h->n_embd, hd = h->head_dim, qd = h->n_head * hd, kvd = c->kv_dim, ff = h->n_ff;
-    for (int i = 0; i < n; i++)
-        qt_dequantize_row(m->tok_embd.type, (const char *)m->tok_embd.data + (size_t)bt.tokens[i] * m->tok_embd.row_bytes,
-                          c->x + (size_t)i * d, d);
+    const lm_mat *E = &m->tok_embd;
+    for (int i = 0; i < n; i++) {
+        size_t t = (size_t)bt.tokens[i];
+        const char *row = (const char *)E->data + t * E->row_bytes;
+        if (E->mlx_bits) {
+            size_t sb = (size_t)(E->cols / E->mlx_group) * (E->sb_type == QT_F32 ? 4 : 2) * t;
+            mlx_dequantize_row(E->mlx_bits, E->mlx_group, (const uint32_t *)row, (const char *)E->scales + sb,
+                               (const char *)E->biases + sb, E->sb_type, c->x + (size_t)i * d, d);
+        } else {
+            qt_dequantize_row(E->type, row, c->x + (size_t)i * d, d);
+        }
+    }
 
     for (int il = 0; il < h->n_layer; il++) {
         const lm_layer *L = &m->layers[il];

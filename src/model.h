@@ -8,13 +8,18 @@
 #include "kernels/kernels.h"
 #include "pool.h"
 #include "qtypes.h"
+#include "json.h"
+#include "safetensors.h"
 #include "tokenizer.h"
 
 typedef struct lm_mat {
     const void *data; /* rows × row_bytes, into the map */
-    uint32_t type;    /* qtypes.h id */
+    uint32_t type;    /* qtypes.h id; unused when mlx_bits != 0 */
     int64_t rows, cols;
     size_t row_bytes;
+    int mlx_bits, mlx_group;       /* MLX affine quantization (kernels.h) when mlx_bits != 0: data is uint32 */
+    const void *scales, *biases;   /* (rows, cols / mlx_group) of sb_type */
+    uint32_t sb_type;
 } lm_mat;
 
 typedef struct lm_layer {
@@ -35,8 +40,20 @@ typedef struct lm_hparams {
 
 #define LM_MAX_OWNED 16384
 
+/* One tensor as the model file lists it, for laya_model_tensor and info. */
+typedef struct lm_tinfo {
+    const char *name, *type;
+    int64_t ne[4];
+    int32_t n_dims;
+    uint64_t size, n_elems;
+} lm_tinfo;
+
 struct laya_model {
-    gguf_file *gf;
+    gguf_file *gf;            /* a GGUF file, or */
+    st_set *st;               /* a Hugging Face / MLX directory: safetensors, */
+    json_doc *cfg;            /* its config.json */
+    lm_tinfo *tinfo;
+    int64_t n_tinfo;
     tok_vocab *tok;
     char arch[16];
     char name[128];
@@ -49,8 +66,7 @@ struct laya_model {
     int vocab_only;
     int n_threads;
     const kn_ops *kn;
-    char **tensor_names;      /* NUL-terminated copies, for laya_model_tensor */
-    char *names_blob;
+    char *names_blob;         /* NUL-terminated copies of GGUF tensor names, for tinfo */
     float *owned[LM_MAX_OWNED]; /* vectors converted to F32 at load */
     int n_owned;
     char err[LAYA_ERR_MSG_MAX];
