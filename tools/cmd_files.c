@@ -14,6 +14,11 @@
     "1-D tensors (norms, biases) become F32; metadata is copied with general.file_type updated.\n"      \
     "OUT is written to a temporary file first and renamed into place only when complete.\n"
 
+#define HELP_CONVERT                                                                                    \
+    "usage: laya convert MODEL_DIR OUT.gguf [--type F32|F16|Q8_0|Q4_0]\n"                              \
+    "Writes a Hugging Face model directory (config.json, tokenizer.json, safetensors; F32/F16/BF16 or\n"  \
+    "MLX 4/8-bit) as a GGUF file that llama.cpp loads too. --type defaults to F16.\n"
+
 #define HELP_SYNTH                                                                                      \
     "usage: laya synth --shape NAME -o OUT.gguf [--type T] [--seed S]\n"                                \
     "Writes a model with random N(0, 0.02) weights (norms 1) and the exact shapes and metadata of a\n"  \
@@ -38,6 +43,29 @@ int cmd_quantize(int argc, char **argv) {
     char err[LAYA_ERR_MSG_MAX] = "";
     laya_status st = laya_quantize_file(pos[0], pos[1], pos[2], err, sizeof err);
     if (st) return cli_fail("quantize: %s", err[0] ? err : laya_status_str(st));
+    return CLI_OK;
+}
+
+int cmd_convert(int argc, char **argv) {
+    argp p = {"convert", argc, argv, 0, 0};
+    const char *pos[2], *type = "F16";
+    int n_pos = 0;
+    for (p.i = 0; p.i < argc; p.i++) {
+        const char *v;
+        if (arg_help(&p)) {
+            fputs(HELP_CONVERT, stdout);
+            return CLI_OK;
+        }
+        if ((v = arg_str(&p, NULL, "--type"))) type = v;
+        else if (p.bad) return CLI_USAGE;
+        else if (argv[p.i][0] == '-' && argv[p.i][1]) return cli_usage_error("convert", "unknown option '%s'", argv[p.i]);
+        else if (n_pos == 2) return cli_usage_error("convert", "too many arguments");
+        else pos[n_pos++] = argv[p.i];
+    }
+    if (n_pos != 2) return cli_usage_error("convert", "expected MODEL_DIR OUT.gguf");
+    char err[LAYA_ERR_MSG_MAX] = "";
+    laya_status st = laya_convert(pos[0], pos[1], type, err, sizeof err);
+    if (st) return cli_fail("convert: %s", err[0] ? err : laya_status_str(st));
     return CLI_OK;
 }
 
