@@ -3,7 +3,10 @@
  * repeats, and the best run: this machine may be shared), on one thread and on two. Not part of `make`; build by hand, e.g.
  *   cc -std=c11 -O2 -D_GNU_SOURCE -DLAYA_BUILD -Iinclude -Isrc bench/bench_kernels.c src/common.c src/quant.c \
  *      src/kernels/kernels.c src/kernels/kernels_ref.c build/src/kernels/kernels_avx*.o -lm -lpthread
- * Arguments (optional): "all" adds Q4_K, Q6_K and F16; a table name limits the run to it. */
+ * Arguments (optional): "all" adds Q4_K, Q6_K, F16 and the other MLX group sizes and scale types; "mlx" runs
+ * only the MLX kernels; a table name limits the run to it. MLX weights count their scales and biases as
+ * read bytes, so MLX 4-bit group 64 with F16 scales (0.5625 bytes per weight) compares directly with Q4_0,
+ * and 8-bit with Q8_0 (1.0625). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -27,7 +30,8 @@ static int cmp_d(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* One matmul call, as the forward pass makes it. */
+/* One matmul call, as the forward pass makes it. bits != 0 marks an MLX call: W holds the words, act the
+ * F32 rows (K floats apart), and scales / biases of type sbt. */
 typedef struct job {
     const kn_ops *k;
     uint32_t type;
@@ -39,9 +43,18 @@ typedef struct job {
     int64_t K, r0, r1;
     float *y;
     size_t ldy;
+    int bits, group;
+    uint32_t sbt;
+    const void *scales, *biases;
 } job;
 
-static void run_job(const job *j) { j->k->matmul(j->type, j->W, j->wrb, j->act, j->arb, j->B, j->K, j->r0, j->r1, j->y, j->ldy); }
+static void run_job(const job *j) {
+    if (j->bits)
+        j->k->matmul_mlx(j->bits, j->group, (const uint32_t *)j->W, j->scales, j->biases, j->sbt,
+                         (const float *)j->act, (size_t)j->K, j->B, j->K, j->r0, j->r1, j->y, j->ldy);
+    else
+        j->k->matmul(j->type, j->W, j->wrb, j->act, j->arb, j->B, j->K, j->r0, j->r1, j->y, j->ldy);
+}
 
 /* A second thread that spins on a generation counter, so a two-thread call costs no thread start. It runs
  * only while two-thread calls are timed: spinning during the one-thread runs would steal the second core. */
@@ -77,77 +90,120 @@ static double time_call(const job *j, int threads) {
     return now() - t0;
 }
 
+/* One weight format to time: a GGUF type, or MLX (bits != 0) with a group size and scale type. */
+typedef struct variant {
+    const char *name;
+    uint32_t type;
+    int bits, group;
+    uint32_t sbt;
+} variant;
+
+/* Times every selected table on one variant and shape, printing a line per batch size. */
+static void bench_shape(const variant *v, int64_t N, int64_t K, const char *only) {
+    static const char *const names[] = {"scalar", "avx2", "avx512", "neon"};
+    static const int Bs[] = {1, 4};
+    size_t wrb, arb, sbs = v->sbt == QT_F32 ? 4 : 2, sb_bytes = 0;
+    if (v->bits) {
+        if (K % v->group) return;
+        wrb = (size_t)K * (size_t)v->bits / 8, arb = (size_t)K * sizeof(float);
+        sb_bytes = (size_t)(K / v->group) * sbs * (size_t)N; /* each of scales and biases */
+    } else {
+        wrb = qt_row_bytes(v->type, K), arb = kn_act_row_bytes(v->type, K);
+        if (!wrb) return;
+    }
+    size_t wbytes = wrb * (size_t)N, read_bytes = wbytes + 2 * sb_bytes;
+    uint8_t *W = laya_aligned_alloc(64, wbytes);
+    uint8_t *sc = sb_bytes ? laya_aligned_alloc(64, sb_bytes) : NULL, *bi = sb_bytes ? laya_aligned_alloc(64, sb_bytes) : NULL;
+    float *x = malloc((size_t)K * 4 * sizeof(float));
+    uint8_t *act = laya_aligned_alloc(64, arb * 4);
+    float *y = malloc((size_t)N * 4 * sizeof(float));
+    /* real blocks: quantize random rows, then repeat them (quantizing 150k rows takes a while) */
+    float *row = malloc((size_t)K * sizeof(float));
+    size_t sb_row = (size_t)(v->bits ? K / v->group : 0) * sbs;
+    for (int64_t r = 0; r < N; r++) {
+        if (r < 64) {
+            for (int64_t k = 0; k < K; k++) row[k] = (float)rand() / (float)RAND_MAX - 0.5f;
+            if (v->bits)
+                mlx_quantize_row(v->bits, v->group, row, (uint32_t *)(W + (size_t)r * wrb), sc + (size_t)r * sb_row,
+                                 bi + (size_t)r * sb_row, v->sbt, K);
+            else
+                qt_quantize_row(v->type, row, W + (size_t)r * wrb, K);
+        } else {
+            memcpy(W + (size_t)r * wrb, W + (size_t)(r % 64) * wrb, wrb);
+            if (v->bits) {
+                memcpy(sc + (size_t)r * sb_row, sc + (size_t)(r % 64) * sb_row, sb_row);
+                memcpy(bi + (size_t)r * sb_row, bi + (size_t)(r % 64) * sb_row, sb_row);
+            }
+        }
+    }
+    for (int64_t k = 0; k < 4 * K; k++) x[k] = (float)rand() / (float)RAND_MAX - 0.5f;
+    for (size_t ni = 0; ni < sizeof names / sizeof *names; ni++) {
+        const kn_ops *kn = kn_by_name(names[ni]);
+        if (!kn || (only && strcmp(only, names[ni])) || (!only && !strcmp(names[ni], "scalar"))) continue;
+        if (v->bits) memcpy(act, x, (size_t)K * 4 * sizeof(float));
+        else for (int b = 0; b < 4; b++) kn->quantize_act(v->type, x + b * K, act + b * arb, K);
+        for (size_t bi_ = 0; bi_ < sizeof Bs / sizeof *Bs; bi_++) {
+            job j = {kn, v->type, W, wrb, act, arb, Bs[bi_], K, 0, N, y, (size_t)N, v->bits, v->group, v->sbt, sc, bi};
+            double med[2], best = 0;
+            pthread_t th;
+            for (int threads = 1; threads <= 2; threads++) {
+                if (threads == 2) {
+                    atomic_store(&g_quit, 0);
+                    pthread_create(&th, NULL, worker, (void *)(intptr_t)atomic_load(&g_gen));
+                }
+                double t[201];
+                int n = 0;
+                double start = now();
+                time_call(&j, threads); /* warm the caches and page tables */
+                while (n < 201 && (n < 7 || now() - start < 0.4)) t[n++] = time_call(&j, threads);
+                qsort(t, (size_t)n, sizeof *t, cmp_d);
+                med[threads - 1] = t[n / 2];
+                if (threads == 1) best = t[0];
+            }
+            atomic_store(&g_quit, 1);
+            pthread_join(th, NULL);
+            char shape[32];
+            snprintf(shape, sizeof shape, "%lldx%lld", (long long)N, (long long)K);
+            printf("%-7s %-13s %-14s %2d %9.3f %9.2f %9.2f %9.2f\n", kn->name, v->name, shape, Bs[bi_], med[0] * 1e3,
+                   read_bytes / med[0] * 1e-9, read_bytes / best * 1e-9, read_bytes / med[1] * 1e-9);
+            fflush(stdout);
+        }
+    }
+    laya_free(W), laya_free(sc), laya_free(bi), laya_free(act), free(x), free(y), free(row);
+}
+
 int main(int argc, char **argv) {
-    int all = 0;
+    int all = 0, mlx_only = 0;
     const char *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "all")) all = 1;
+        else if (!strcmp(argv[i], "mlx")) mlx_only = 1;
         else only = argv[i];
     }
-    static const char *const names[] = {"scalar", "avx2", "avx512", "neon"};
     static const int64_t shapes[][2] = {{896, 896}, {4864, 896}, {896, 4864}, {151936, 896}}; /* rows N x cols K */
-    uint32_t types[5] = {QT_Q4_0, QT_Q8_0};
-    int ntypes = 2;
-    if (all) types[2] = QT_Q4_K, types[3] = QT_Q6_K, types[4] = QT_F16, ntypes = 5;
-    static const int Bs[] = {1, 4};
+    static const variant base[] = {
+        {"Q4_0", QT_Q4_0, 0, 0, 0},
+        {"MLX4 g64 F16", 0, 4, 64, QT_F16},
+        {"Q8_0", QT_Q8_0, 0, 0, 0},
+        {"MLX8 g64 F16", 0, 8, 64, QT_F16},
+    };
+    static const variant extra[] = {
+        {"Q4_K", QT_Q4_K, 0, 0, 0},           {"Q6_K", QT_Q6_K, 0, 0, 0},
+        {"F16", QT_F16, 0, 0, 0},             {"MLX4 g32 F16", 0, 4, 32, QT_F16},
+        {"MLX4 g128 F16", 0, 4, 128, QT_F16}, {"MLX4 g64 BF16", 0, 4, 64, QT_BF16},
+        {"MLX8 g32 BF16", 0, 8, 32, QT_BF16}, {"MLX8 g128 F32", 0, 8, 128, QT_F32},
+    };
+    const variant *vs[16];
+    int nv = 0;
+    for (size_t i = 0; i < sizeof base / sizeof *base; i++) vs[nv++] = &base[i];
+    for (size_t i = 0; all && i < sizeof extra / sizeof *extra; i++) vs[nv++] = &extra[i];
 
-    printf("%-7s %-5s %-14s %2s %9s %9s %9s %9s\n", "table", "type", "N x K", "B", "ms(1t)", "GB/s(1t)", "best(1t)",
+    printf("%-7s %-13s %-14s %2s %9s %9s %9s %9s\n", "table", "type", "N x K", "B", "ms(1t)", "GB/s(1t)", "best(1t)",
            "GB/s(2t)");
-    for (int ti = 0; ti < ntypes; ti++) {
-        uint32_t type = types[ti];
-        for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
-            int64_t N = shapes[si][0], K = shapes[si][1];
-            size_t wrb = qt_row_bytes(type, K), arb = kn_act_row_bytes(type, K);
-            if (!wrb) continue;
-            size_t wbytes = wrb * (size_t)N;
-            uint8_t *W = laya_aligned_alloc(64, wbytes);
-            float *x = malloc((size_t)K * 4 * sizeof(float));
-            uint8_t *act = laya_aligned_alloc(64, arb * 4);
-            float *y = malloc((size_t)N * 4 * sizeof(float));
-            /* real blocks: quantize random rows, then repeat them (quantizing 150k rows takes a while) */
-            float *row = malloc((size_t)K * sizeof(float));
-            for (int64_t r = 0; r < N; r++) {
-                if (r < 64) {
-                    for (int64_t k = 0; k < K; k++) row[k] = (float)rand() / RAND_MAX - 0.5f;
-                    qt_quantize_row(type, row, W + (size_t)r * wrb, K);
-                } else {
-                    memcpy(W + (size_t)r * wrb, W + (size_t)(r % 64) * wrb, wrb);
-                }
-            }
-            for (int64_t k = 0; k < 4 * K; k++) x[k] = (float)rand() / RAND_MAX - 0.5f;
-            for (size_t ni = 0; ni < sizeof names / sizeof *names; ni++) {
-                const kn_ops *kn = kn_by_name(names[ni]);
-                if (!kn || (only && strcmp(only, names[ni])) || (!only && !strcmp(names[ni], "scalar"))) continue;
-                for (int b = 0; b < 4; b++) kn->quantize_act(type, x + b * K, act + b * arb, K);
-                for (size_t bi = 0; bi < sizeof Bs / sizeof *Bs; bi++) {
-                    job j = {kn, type, W, wrb, act, arb, Bs[bi], K, 0, N, y, (size_t)N};
-                    double med[2], best = 0;
-                    pthread_t th;
-                    for (int threads = 1; threads <= 2; threads++) {
-                        if (threads == 2) {
-                            atomic_store(&g_quit, 0);
-                            pthread_create(&th, NULL, worker, (void *)(intptr_t)atomic_load(&g_gen));
-                        }
-                        double t[201];
-                        int n = 0;
-                        double start = now();
-                        time_call(&j, threads); /* warm the caches and page tables */
-                        while (n < 201 && (n < 7 || now() - start < 0.4)) t[n++] = time_call(&j, threads);
-                        qsort(t, (size_t)n, sizeof *t, cmp_d);
-                        med[threads - 1] = t[n / 2];
-                        if (threads == 1) best = t[0];
-                    }
-                    atomic_store(&g_quit, 1);
-                    pthread_join(th, NULL);
-                    char shape[32];
-                    snprintf(shape, sizeof shape, "%lldx%lld", (long long)N, (long long)K);
-                    printf("%-7s %-5s %-14s %2d %9.3f %9.2f %9.2f %9.2f\n", kn->name, qt_get(type)->name, shape, Bs[bi],
-                           med[0] * 1e3, wbytes / med[0] * 1e-9, wbytes / best * 1e-9, wbytes / med[1] * 1e-9);
-                    fflush(stdout);
-                }
-            }
-            laya_free(W), laya_free(act), free(x), free(y), free(row);
-        }
+    for (int vi = 0; vi < nv; vi++) {
+        if (mlx_only && !vs[vi]->bits) continue;
+        for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++)
+            bench_shape(vs[vi], shapes[si][0], shapes[si][1], only);
     }
     return 0;
 }

@@ -1018,16 +1018,22 @@ laya_status gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t ty
     return LAYA_OK;
 }
 
-/* Buffered output that remembers the first error so the write path reads straight through. */
+/* The one serializer's sink: a file, a buffer sized by a counting pass, or neither (count only). It
+ * remembers the first error so the write path reads straight through. */
 typedef struct wout {
-    FILE *fp;
+    FILE *fp;     /* file sink, or NULL */
+    uint8_t *buf; /* memory sink of at least pos-at-end bytes, or NULL */
     uint64_t pos;
     int err; /* errno of the first failure, or -1 when errno was 0 */
 } wout;
 
 static void put(wout *o, const void *p, uint64_t n) {
     if (o->err || !n) return;
-    if (fwrite(p, 1, (size_t)n, o->fp) != n) o->err = errno ? errno : -1;
+    if (o->fp) {
+        if (fwrite(p, 1, (size_t)n, o->fp) != n) o->err = errno ? errno : -1;
+    } else if (o->buf) {
+        memcpy(o->buf + o->pos, p, (size_t)n);
+    }
     o->pos += n;
 }
 static void put_u32(wout *o, uint32_t v) { put(o, &v, 4); }
@@ -1086,8 +1092,8 @@ static laya_status write_body(gguf_writer *w, wout *o, uint64_t align) {
     return o->err ? LAYA_ERR_IO : LAYA_OK;
 }
 
-laya_status gguf_writer_write(gguf_writer *w, const char *path, char *err, size_t errlen) {
-    if (!w || !path) return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "gguf_writer_write: NULL argument");
+/* Checks shared by both outputs and the tensor offsets: the alignment into *align_out. */
+static laya_status writer_layout(gguf_writer *w, uint64_t *align_out, char *err, size_t errlen) {
     if (!host_is_le())
         return laya_err(err, errlen, LAYA_ERR_UNSUPPORTED, "GGUF writing needs a little-endian host");
     uint64_t align = DEFAULT_ALIGN;
@@ -1122,6 +1128,15 @@ laya_status gguf_writer_write(gguf_writer *w, const char *path, char *err, size_
             return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "tensor data exceeds 2^64 bytes");
         off &= ~(align - 1);
     }
+    *align_out = align;
+    return LAYA_OK;
+}
+
+laya_status gguf_writer_write(gguf_writer *w, const char *path, char *err, size_t errlen) {
+    if (!w || !path) return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "gguf_writer_write: NULL argument");
+    uint64_t align;
+    laya_status st = writer_layout(w, &align, err, errlen);
+    if (st) return st;
 
     /* Write beside the target and rename over it, so the final name only ever holds a complete file.
      * O_EXCL with a pid-and-attempt suffix instead of mkstemp: mkstemp's 0600 would ignore the umask. */
@@ -1135,16 +1150,16 @@ laya_status gguf_writer_write(gguf_writer *w, const char *path, char *err, size_
         if (fd < 0 && errno != EEXIST) break;
     }
     if (fd < 0) {
-        laya_status st = laya_err(err, errlen, LAYA_ERR_IO, "cannot create '%s': %s", tmp, strerror(errno));
+        st = laya_err(err, errlen, LAYA_ERR_IO, "cannot create '%s': %s", tmp, strerror(errno));
         laya_free(tmp);
         return st;
     }
-    wout o = {fdopen(fd, "wb"), 0, 0};
+    wout o = {fdopen(fd, "wb"), NULL, 0, 0};
     if (!o.fp) {
         int e = errno;
         close(fd);
         unlink(tmp);
-        laya_status st = laya_err(err, errlen, LAYA_ERR_IO, "cannot open '%s': %s", tmp, strerror(e));
+        st = laya_err(err, errlen, LAYA_ERR_IO, "cannot open '%s': %s", tmp, strerror(e));
         laya_free(tmp);
         return st;
     }
@@ -1153,7 +1168,6 @@ laya_status gguf_writer_write(gguf_writer *w, const char *path, char *err, size_
     if (!o.err && fsync(fileno(o.fp))) o.err = errno ? errno : -1;
     if (fclose(o.fp) && !o.err) o.err = errno ? errno : -1;
     if (!o.err && rename(tmp, path)) o.err = errno ? errno : -1;
-    laya_status st = LAYA_OK;
     if (o.err) {
         st = laya_err(err, errlen, LAYA_ERR_IO, "writing '%s' failed: %s", path,
                       o.err > 0 ? strerror(o.err) : "short write");
@@ -1161,4 +1175,29 @@ laya_status gguf_writer_write(gguf_writer *w, const char *path, char *err, size_
     }
     laya_free(tmp);
     return st;
+}
+
+laya_status gguf_writer_to_buffer(gguf_writer *w, void **buf, size_t *size, char *err, size_t errlen) {
+    if (buf) *buf = NULL;
+    if (size) *size = 0;
+    if (!w || !buf || !size)
+        return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "gguf_writer_to_buffer: NULL argument");
+    uint64_t align;
+    laya_status st = writer_layout(w, &align, err, errlen);
+    if (st) return st;
+    wout count = {NULL, NULL, 0, 0}; /* the same serializer, counting: the exact size before allocating */
+    write_body(w, &count, align);
+    if (count.pos > SIZE_MAX)
+        return laya_err(err, errlen, LAYA_ERR_NOMEM, "GGUF of %" PRIu64 " bytes does not fit in memory", count.pos);
+    wout o = {NULL, laya_malloc((size_t)count.pos), 0, 0};
+    if (!o.buf)
+        return laya_err(err, errlen, LAYA_ERR_NOMEM, "out of memory for a GGUF of %" PRIu64 " bytes", count.pos);
+    write_body(w, &o, align);
+    if (o.err || o.pos != count.pos) { /* cannot happen: both passes run the same code on the same writer */
+        laya_free(o.buf);
+        return laya_err(err, errlen, LAYA_ERR_IO, "serializing GGUF to memory failed");
+    }
+    *buf = o.buf;
+    *size = (size_t)o.pos;
+    return LAYA_OK;
 }

@@ -120,5 +120,9 @@ laya_status gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t ty
  * write, fsync and close succeeded; on failure path is untouched and the temporary file removed. */
 /* Write version 3 with `general.alignment` (default 32; set the key first to change it). */
 laya_status gguf_writer_write(gguf_writer *w, const char *path, char *err, size_t errlen);
+/* Added: the same bytes gguf_writer_write would write (one serializer serves both), into a buffer from
+ * laya_malloc that the caller frees with laya_free; on failure *buf is NULL and *size 0. Same checks and
+ * errors as gguf_writer_write, less the file ones; LAYA_ERR_NOMEM if the file would not fit in memory. */
+laya_status gguf_writer_to_buffer(gguf_writer *w, void **buf, size_t *size, char *err, size_t errlen);
 
 #endif

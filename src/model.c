@@ -140,6 +140,15 @@ static laya_status find_src(laya_model *m, enum role r, int layer, lm_src *out, 
             return laya_err(err, errlen, LAYA_ERR_FORMAT,
                             "MLX weight '%s' (%lld x %lld, %d-bit, group %d): scales/biases of the wrong shape or type",
                             namebuf, (long long)rows, (long long)cols, bits, group);
+        /* The kernels read whole uint32 words: safetensors does not promise alignment, so copy if needed. */
+        if ((uintptr_t)t->data % 4) {
+            if (m->n_owned == LM_MAX_OWNED) return laya_err(err, errlen, LAYA_ERR_NOMEM, "too many realigned tensors");
+            void *copy = laya_malloc(t->size ? t->size : 1);
+            if (!copy) return laya_err(err, errlen, LAYA_ERR_NOMEM, "out of memory realigning '%s'", namebuf);
+            memcpy(copy, t->data, t->size);
+            m->owned[m->n_owned++] = copy;
+            out->data = copy;
+        }
         out->type = QT_COUNT;
         out->ne[0] = cols;
         out->mlx_bits = bits;

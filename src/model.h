@@ -67,7 +67,7 @@ struct laya_model {
     int n_threads;
     const kn_ops *kn;
     char *names_blob;         /* NUL-terminated copies of GGUF tensor names, for tinfo */
-    float *owned[LM_MAX_OWNED]; /* vectors converted to F32 at load */
+    void *owned[LM_MAX_OWNED]; /* vectors converted to F32, realigned MLX words, at load */
     int n_owned;
     char err[LAYA_ERR_MSG_MAX];
 };

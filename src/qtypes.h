@@ -47,4 +47,13 @@ size_t qt_row_bytes(uint32_t type, int64_t n);
 int qt_quantize_row(uint32_t type, const float *x, void *dst, int64_t n);
 int qt_dequantize_row(uint32_t type, const void *src, float *y, int64_t n);
 
+/* MLX affine quantization (see kernels.h): dequantize / quantize one row of K values. The quantizer
+ * follows mlx.core.quantize's CPU path (quant.c documents the algorithm: per group the larger-magnitude
+ * extreme is the exact edge, so bias is that edge and scale may be negative) and is used by tests and
+ * fixtures. sb_type: QT_F16, QT_BF16 or QT_F32. */
+int mlx_dequantize_row(int bits, int group, const uint32_t *w, const void *scales, const void *biases,
+                       uint32_t sb_type, float *y, int64_t K);
+int mlx_quantize_row(int bits, int group, const float *x, uint32_t *w, void *scales, void *biases,
+                     uint32_t sb_type, int64_t K);
+
 #endif

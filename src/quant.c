@@ -260,3 +260,113 @@ int qt_quantize_row(uint32_t type, const float *x, void *dst, int64_t n) {
     }
     return -1;
 }
+
+/* ---- MLX affine quantization (mlx.core.quantize, mode "affine")
+ *
+ * Layout, verified against MLX's source (ml-explore/mlx at 846d176, mlx/backend/cpu/quantized.cpp
+ * quantize() and mlx/ops.cpp affine_dequantize()): for bits 2, 4 and 8 a row of K values is packed into
+ * K * bits / 32 uint32 words, 32 / bits values per word, value k of a word in bits [k*bits, (k+1)*bits)
+ * (lowest bits first), the words in row order. Each group of `group` consecutive values of a row has one
+ * scale and one bias, stored in the weight's own dtype (F16, BF16 or F32) as [N, K / group] arrays, and
+ * w = scale * q + bias. (3, 5 and 6 bits pack into bytes instead and are not handled here.) */
+
+static int mlx_params_ok(int bits, int group, uint32_t sb_type, int64_t K) {
+    return (bits == 4 || bits == 8) && (group == 32 || group == 64 || group == 128) && K > 0 && K % group == 0 &&
+           (sb_type == QT_F16 || sb_type == QT_BF16 || sb_type == QT_F32);
+}
+
+/* Scales and biases are read and written with memcpy: a tensor in a safetensors file need not be
+ * aligned. */
+static float mlx_sb_get(uint32_t t, const void *p, int64_t i) {
+    if (t == QT_F32) {
+        float f;
+        memcpy(&f, (const uint8_t *)p + 4 * i, 4);
+        return f;
+    }
+    uint16_t h;
+    memcpy(&h, (const uint8_t *)p + 2 * i, 2);
+    return t == QT_F16 ? fp16_to_f32(h) : bf16_to_f32(h);
+}
+
+/* Rounds to nearest even, as static_cast<float16_t / bfloat16_t>(float) does in MLX. */
+static void mlx_sb_put(uint32_t t, void *p, int64_t i, float v) {
+    if (t == QT_F32) {
+        memcpy((uint8_t *)p + 4 * i, &v, 4);
+    } else {
+        uint16_t h = t == QT_F16 ? f32_to_fp16(v) : f32_to_bf16(v);
+        memcpy((uint8_t *)p + 2 * i, &h, 2);
+    }
+}
+
+int mlx_dequantize_row(int bits, int group, const uint32_t *w, const void *scales, const void *biases,
+                       uint32_t sb_type, float *y, int64_t K) {
+    if (!mlx_params_ok(bits, group, sb_type, K)) return -1;
+    const int per_word = 32 / bits;
+    const uint32_t mask = (1u << bits) - 1;
+    for (int64_t k = 0; k < K; k++) {
+        uint32_t word;
+        memcpy(&word, w + k / per_word, 4);
+        uint32_t q = (word >> (bits * (k % per_word))) & mask;
+        y[k] = mlx_sb_get(sb_type, scales, k / group) * (float)q + mlx_sb_get(sb_type, biases, k / group);
+    }
+    return 0;
+}
+
+/* The quantizer of MLX's CPU backend (quantize() in mlx/backend/cpu/quantized.cpp, read at 846d176; the
+ * ops.cpp fallback computes the same), step for step in float32, so its output matches mx.quantize on
+ * the CPU bit for bit. Per group of G values v (float32 arithmetic throughout):
+ *
+ *     n_bins = float32(2^bits - 1);  eps = float32(1e-7)
+ *     w_min = min(v); w_max = max(v)            # NaNs are skipped
+ *     mask  = |w_min| > |w_max|                 # strictly: on a tie the max is the edge
+ *     scale = max((w_max - w_min) / n_bins, eps)
+ *     if not mask: scale = -scale               # a negative scale when the max is the edge
+ *     edge  = w_min if mask else w_max
+ *     q0    = rint(edge / scale)                # round half to even; q0 stays a float
+ *     if q0 != 0: scale = edge / q0; bias = edge    # the edge dequantizes exactly (q = 0 -> bias)
+ *     else:       bias = 0                          # only if scale was clamped to eps and |edge| <= eps/2
+ *     q     = clip(rint((v - bias) / scale), 0, n_bins)   # with the unrounded float32 scale and bias
+ *     store scale and bias converted to sb_type (round to nearest even); pack q as above
+ *
+ * So q = 0 is the larger-magnitude extreme and zero falls on an integer step (q = -q0). A NaN q (NaN
+ * input, or inf from edge / scale overflowing for |edge| > ~3e31) is stored as 0 here, where MLX's
+ * float-to-integer cast is undefined. MLX's GPU kernels (Metal, CUDA: affine_quantize in
+ * mlx/backend/metal/kernels/quantized.h) differ in two details: w_max starts at 0 rather than -inf, so
+ * a group with no positive value gets w_max = 0; and round() there breaks ties away from zero. Files
+ * quantized on a Mac GPU can therefore differ from this in rare q values and in all-negative groups;
+ * dequantization reads both alike. */
+int mlx_quantize_row(int bits, int group, const float *x, uint32_t *w, void *scales, void *biases,
+                     uint32_t sb_type, int64_t K) {
+    if (!mlx_params_ok(bits, group, sb_type, K)) return -1;
+    const int per_word = 32 / bits;
+    const float n_bins = (float)((1 << bits) - 1), eps = (float)1e-7;
+    for (int64_t g = 0; g < K / group; g++) {
+        const float *v = x + g * group;
+        float w_min = INFINITY, w_max = -INFINITY;
+        for (int j = 0; j < group; j++) { /* std::max / std::min, in that argument order */
+            if (w_max < v[j]) w_max = v[j];
+            if (v[j] < w_min) w_min = v[j];
+        }
+        int mask = fabsf(w_min) > fabsf(w_max);
+        float scale = (w_max - w_min) / n_bins;
+        if (scale < eps) scale = eps;
+        if (!mask) scale = -scale;
+        float edge = mask ? w_min : w_max;
+        float q0 = rintf(edge / scale), bias = 0;
+        if (q0 != 0) scale = edge / q0, bias = edge;
+        uint32_t *out = w + g * group / per_word;
+        for (int j = 0; j < group / per_word; j++) {
+            uint32_t word = 0;
+            for (int k = 0; k < per_word; k++) {
+                float q = rintf((v[j * per_word + k] - bias) / scale);
+                q = q > 0 ? q : 0; /* also NaN -> 0 */
+                q = q < n_bins ? q : n_bins;
+                word |= (uint32_t)q << (k * bits);
+            }
+            memcpy(out + j, &word, 4);
+        }
+        mlx_sb_put(sb_type, scales, g, scale);
+        mlx_sb_put(sb_type, biases, g, bias);
+    }
+    return 0;
+}

@@ -1,6 +1,7 @@
-/* test_gguf.c — GGUF reader and writer: round trips of every value type and several tensor types, a v2 file,
- * the malformed corpus in tests/fixtures/gguf_bad (with expected status and message), every truncation of a
- * valid file, hostile counts, out-of-memory injection and writer misuse. Runs from the repository root. */
+/* test_gguf.c — GGUF reader and writer: round trips of every value type and several tensor types (to a file
+ * and to a buffer, which must hold the same bytes), a v2 file, the malformed corpus in tests/fixtures/gguf_bad
+ * (with expected status and message), every truncation of a valid file, hostile counts, out-of-memory
+ * injection and writer misuse. Runs from the repository root. */
 #include <dirent.h>
 #include <inttypes.h>
 #include <math.h>
@@ -128,6 +129,19 @@ static void write_roundtrip_file(const char *path) {
     }
     char err[256] = "";
     CHECK(gguf_writer_write(w, path, err, sizeof err) == LAYA_OK, "write: %s", err);
+    /* The buffer path shares the serializer: the same bytes as the file, and they open the same way. */
+    void *mem = NULL;
+    size_t mem_n = 0, file_n = 0;
+    CHECK(gguf_writer_to_buffer(w, &mem, &mem_n, err, sizeof err) == LAYA_OK && mem, "to_buffer: %s", err);
+    unsigned char *file = read_all(path, &file_n);
+    CHECK(file && mem && file_n == mem_n && !memcmp(file, mem, mem_n), "buffer == file (%zu vs %zu bytes)", mem_n,
+          file_n);
+    gguf_file *bf = NULL;
+    CHECK(mem && gguf_open_buffer(mem, mem_n, &bf, err, sizeof err) == LAYA_OK, "open buffer: %s", err);
+    CHECK(!bf || gguf_n_kv(bf) == 29, "buffer n_kv");
+    gguf_close(bf);
+    free(file);
+    laya_free(mem);
     gguf_writer_free(w);
 }
 
@@ -583,12 +597,21 @@ static void test_writer_misuse(void) {
     CHECK(gguf_writer_add_tensor(w, "a", QT_F32, 1, ne, data) == LAYA_OK, "a again (refused at write)");
     CHECK(gguf_writer_write(w, path, err, sizeof err) == LAYA_ERR_INVALID_ARG && strstr(err, "duplicate tensor name"),
           "duplicate tensor: %s", err);
+    void *mem = (void *)1;
+    size_t mem_n = 1;
+    CHECK(gguf_writer_to_buffer(w, &mem, &mem_n, err, sizeof err) == LAYA_ERR_INVALID_ARG && !mem && !mem_n &&
+          strstr(err, "duplicate tensor name"), "duplicate tensor, buffer: %s", err);
+    CHECK(gguf_writer_to_buffer(NULL, &mem, &mem_n, err, sizeof err) == LAYA_ERR_INVALID_ARG, "to_buffer NULL w");
+    CHECK(gguf_writer_to_buffer(w, NULL, &mem_n, err, sizeof err) == LAYA_ERR_INVALID_ARG, "to_buffer NULL buf");
+    CHECK(gguf_writer_to_buffer(w, &mem, NULL, err, sizeof err) == LAYA_ERR_INVALID_ARG, "to_buffer NULL size");
     gguf_writer_free(w);
 
     w = gguf_writer_new();
     gguf_writer_set_u32(w, "general.alignment", 48);
     CHECK(gguf_writer_write(w, path, err, sizeof err) == LAYA_ERR_INVALID_ARG && strstr(err, "power of two"),
           "alignment 48: %s", err);
+    CHECK(gguf_writer_to_buffer(w, &mem, &mem_n, err, sizeof err) == LAYA_ERR_INVALID_ARG &&
+              strstr(err, "power of two"), "alignment 48, buffer: %s", err);
     gguf_writer_set_u64(w, "general.alignment", 64);
     CHECK(gguf_writer_write(w, path, err, sizeof err) == LAYA_ERR_INVALID_ARG && strstr(err, "u64"),
           "alignment u64: %s", err);
@@ -682,6 +705,11 @@ static void test_oom(void) {
         if (!st) st = gguf_writer_add_tensor(w, "w", QT_F32, 1, ne, v);
         if (!st) st = gguf_writer_add_tensor(w, "v", QT_F32, 1, ne, v);
         if (!st) st = gguf_writer_write(w, out, err, sizeof err);
+        void *mem = NULL;
+        size_t mem_n = 0;
+        if (!st) st = gguf_writer_to_buffer(w, &mem, &mem_n, err, sizeof err);
+        if (!st && (!mem || mem_n == 0)) bad++;
+        laya_free(mem);
         gguf_writer_free(w);
         if (g_live || (st && st != LAYA_ERR_NOMEM)) bad++;
         if (!st) break;

@@ -1,7 +1,8 @@
 /* test_kernels.c — every kernel table this CPU can run (avx2, avx512, neon) against the scalar reference
  * on random data and odd shapes, and the reference itself against a naive double-precision
- * dequantize-then-dot. Weights are random bytes rather than quantizer output, so every field takes its
- * full range (Q8_0 -128, negative scales, all 6-bit Q4_K scales and mins). */
+ * dequantize-then-dot, for the GGUF block types and MLX affine weights. Weights are random bytes rather
+ * than quantizer output, so every field takes its full range (Q8_0 -128, negative scales, all 6-bit Q4_K
+ * scales and mins, every MLX q from 0 to 2^bits - 1). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,6 +250,119 @@ static void test_matmul(void) {
     check_case(QT_Q6_K, 256, 3, 2, 3, 3);
 }
 
+/* ---- MLX affine weights */
+
+/* A random scale or bias of sb_type, stored at p[i], and its value. */
+static double mlx_rnd_sb(uint32_t t, void *p, size_t i, float lo, float hi) {
+    float v = lo + (hi - lo) * (frnd() * 0.5f + 0.5f);
+    if (rnd() & 1) v = -v;
+    if (t == QT_F32) return ((float *)p)[i] = v;
+    if (t == QT_F16) return fp16_to_f32(((uint16_t *)p)[i] = f32_to_fp16(v));
+    return bf16_to_f32(((uint16_t *)p)[i] = f32_to_bf16(v));
+}
+
+/* Element k of a row, read a second way: the words as little-endian bytes; with 4 bits byte k / 2 holds
+ * element k in its low nibble when k is even, in its high nibble when odd. */
+static int mlx_q_at(int bits, const uint32_t *row, int64_t k) {
+    const uint8_t *bytes = (const uint8_t *)row; /* the test runs on little-endian machines only */
+    if (bits == 8) return bytes[k];
+    return k % 2 ? bytes[k / 2] >> 4 : bytes[k / 2] & 15;
+}
+
+static const char *sb_name(uint32_t t) { return t == QT_F32 ? "F32" : t == QT_F16 ? "F16" : "BF16"; }
+
+/* One shape: the reference against a naive double product of the dequantized weights, then every table
+ * against the reference. Tolerances are relative to the size of the terms the kernels actually add,
+ * sum over groups of |s| sum q|x| + |b| sum |x|, since the bias term can cancel the scale term. */
+static void check_mlx_case(int bits, int group, uint32_t sbt, int64_t K, int64_t N, int B, int64_t r0, int64_t r1,
+                           size_t x_stride) {
+    const int64_t words = K * bits / 32, ng = K / group;
+    const size_t ldy = (size_t)N + 3, sbs = sbt == QT_F32 ? 4 : 2;
+    uint32_t *W = malloc((size_t)(words * N) * 4);
+    uint8_t *sc = malloc((size_t)(ng * N) * sbs), *bi = malloc((size_t)(ng * N) * sbs);
+    double *scd = malloc((size_t)(ng * N) * sizeof(double)), *bid = malloc((size_t)(ng * N) * sizeof(double));
+    float *x = malloc((size_t)B * x_stride * sizeof(float));
+    double *exact = malloc((size_t)B * (size_t)N * sizeof(double)), *mag = malloc((size_t)B * (size_t)N * sizeof(double));
+    float *yref = malloc((size_t)B * ldy * sizeof(float)), *y = malloc((size_t)B * ldy * sizeof(float));
+    for (int64_t i = 0; i < words * N; i++) W[i] = rnd();
+    for (int64_t i = 0; i < ng * N; i++) {
+        /* scales of either sign (MLX's are negative when the max is the edge), biases up to 16 steps */
+        scd[i] = mlx_rnd_sb(sbt, sc, (size_t)i, 1e-3f, 2e-2f);
+        bid[i] = mlx_rnd_sb(sbt, bi, (size_t)i, 0, 0.3f);
+    }
+    for (int b = 0; b < B; b++) {
+        fill_act(x + (size_t)b * x_stride, K, b == 2 ? 3 : (int)(rnd() % 3));
+        for (int64_t k = K; k < (int64_t)x_stride; k++) x[(size_t)b * x_stride + (size_t)k] = NAN; /* never read */
+    }
+    for (int64_t r = 0; r < N; r++)
+        for (int b = 0; b < B; b++) {
+            const float *xb = x + (size_t)b * x_stride;
+            double sum = 0, m = 0;
+            for (int64_t k = 0; k < K; k++) {
+                size_t gi = (size_t)(r * ng + k / group);
+                int q = mlx_q_at(bits, W + r * words, k);
+                sum += (scd[gi] * q + bid[gi]) * xb[k];
+                m += (fabs(scd[gi]) * q + fabs(bid[gi])) * fabs(xb[k]);
+            }
+            exact[(size_t)b * N + r] = sum, mag[(size_t)b * N + r] = m;
+        }
+    for (int t = 0; t < g_ntables; t++) {
+        float *out = t == 0 ? yref : y;
+        for (size_t i = 0; i < (size_t)B * ldy; i++) out[i] = SENTINEL;
+        g_tables[t]->matmul_mlx(bits, group, W, sc, bi, sbt, x, x_stride, B, K, r0, r1, out, ldy);
+        int bad = 0, stray = 0;
+        double worst = 0;
+        for (int b = 0; b < B; b++)
+            for (size_t r = 0; r < ldy; r++) {
+                float v = out[(size_t)b * ldy + r];
+                if ((int64_t)r < r0 || (int64_t)r >= r1) {
+                    stray += v != SENTINEL;
+                    continue;
+                }
+                double want = t == 0 ? exact[(size_t)b * N + r] : yref[(size_t)b * ldy + r];
+                double tol = 2e-5 * mag[(size_t)b * N + r] + 1e-30, err = fabs(v - want);
+                if (!(err <= tol)) bad++;
+                if (err / tol > worst) worst = err / tol;
+            }
+        CHECK(bad == 0 && stray == 0,
+              "%s MLX %d-bit g%d %s K=%lld N=%lld B=%d rows [%lld,%lld): %d wrong (worst %.2f x tol), %d stray writes",
+              g_tables[t]->name, bits, group, sb_name(sbt), (long long)K, (long long)N, B, (long long)r0,
+              (long long)r1, bad, worst, stray);
+    }
+    free(W), free(sc), free(bi), free(scd), free(bid), free(x), free(exact), free(mag), free(yref), free(y);
+}
+
+static void test_matmul_mlx(void) {
+    static const int64_t Ks[] = {128, 256, 384, 896, 4864};
+    static const int64_t Ns[] = {1, 3, 17, 64};
+    static const int Bs[] = {1, 2, 3, 4, 5, 8, 13};
+    static const uint32_t sbts[] = {QT_F16, QT_BF16, QT_F32};
+    for (int bits = 4; bits <= 8; bits += 4)
+        for (int group = 32; group <= 128; group *= 2)
+            for (size_t si = 0; si < 3; si++)
+                for (size_t ki = 0; ki < sizeof Ks / sizeof *Ks; ki++)
+                    for (size_t ni = 0; ni < sizeof Ns / sizeof *Ns; ni++)
+                        for (size_t bi = 0; bi < sizeof Bs / sizeof *Bs; bi++) {
+                            int64_t K = Ks[ki], N = Ns[ni];
+                            int B = Bs[bi];
+                            if (K % group) continue;
+                            if (K >= 4096 && N > 17 && B > 5) continue; /* keeps the run short */
+                            /* x rows padded (odd strides, unaligned rows) in every other case */
+                            size_t xs = (size_t)K + ((ni + bi) % 2 ? 5 : 0);
+                            check_mlx_case(bits, group, sbts[si], K, N, B, 0, N, xs);
+                            if (N >= 3) check_mlx_case(bits, group, sbts[si], K, N, B, N / 3, N - 1, xs);
+                        }
+    /* batches beyond a register tile over more rows than one L2 chunk */
+    check_mlx_case(4, 64, QT_BF16, 4864, 230, 11, 1, 229, 4864);
+    check_mlx_case(8, 32, QT_F16, 4864, 230, 17, 0, 230, 4867);
+    /* K beyond one chunk of x sums (259 groups of 32) */
+    check_mlx_case(4, 32, QT_F16, 8288, 5, 9, 0, 5, 8288);
+    check_mlx_case(8, 32, QT_F32, 8288, 3, 2, 1, 3, 8291);
+    /* empty ranges write nothing */
+    check_mlx_case(4, 64, QT_F16, 128, 3, 2, 2, 2, 128);
+    check_mlx_case(8, 128, QT_BF16, 256, 3, 0, 0, 3, 256);
+}
+
 static void test_f32_ops(void) {
     static const int64_t ns[] = {0, 1, 3, 7, 8, 15, 16, 17, 31, 63, 64, 65, 100, 1000, 4867};
     float *a = malloc(5000 * sizeof(float)), *b = malloc(5000 * sizeof(float));
@@ -316,5 +430,6 @@ int main(void) {
     test_f32_ops();
     test_nan_act();
     test_matmul();
+    test_matmul_mlx();
     return DONE("test_kernels");
 }

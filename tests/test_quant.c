@@ -1,6 +1,7 @@
 /* test_quant.c — tensor types: fp16/bf16 conversion edge cases, the traits table, hand-built blocks with
  * known decoded values (checked against a second, independent reading of each layout), and
- * quantize -> dequantize round-trip error bounds. Kernels are tested in test_kernels.c. */
+ * quantize -> dequantize round-trip error bounds; the same for MLX affine quantization, plus groups whose
+ * quantization is worked out by hand. Kernels are tested in test_kernels.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -315,11 +316,211 @@ static void test_round_trip(void) {
     }
 }
 
+/* ---- MLX affine quantization */
+
+static const uint32_t g_sbts[] = {QT_F16, QT_BF16, QT_F32};
+static const char *sbt_name(uint32_t t) { return t == QT_F32 ? "F32" : t == QT_F16 ? "F16" : "BF16"; }
+
+/* Scale or bias i of sb_type as stored. */
+static float sb_val(uint32_t t, const void *p, int i) {
+    if (t == QT_F32) return ((const float *)p)[i];
+    return t == QT_F16 ? fp16_to_f32(((const uint16_t *)p)[i]) : bf16_to_f32(((const uint16_t *)p)[i]);
+}
+
+static void sb_set(uint32_t t, void *p, int i, float v) {
+    if (t == QT_F32) ((float *)p)[i] = v;
+    else ((uint16_t *)p)[i] = t == QT_F16 ? f32_to_fp16(v) : f32_to_bf16(v);
+}
+
+/* q of element k, read a second way: bits [k*bits, (k+1)*bits) of the row taken as one little-endian
+ * bit string (the test runs on little-endian machines only). */
+static int mlx_q(int bits, const uint32_t *w, int k) {
+    const uint8_t *b = (const uint8_t *)w;
+    int bit = k * bits;
+    return (b[bit / 8] >> (bit % 8)) & ((1 << bits) - 1);
+}
+
+/* Words built by hand: a 4-bit word 0x76543210 holds q = 0, 1, ..., 7 from its lowest bits up. */
+static void test_mlx_known(void) {
+    uint32_t w4[8] = {0x76543210u, 0xfedcba98u, 0x01234567u, 0x89abcdefu, /* group 0 */
+                      0x0000000fu, 0xf0000000u, 0x11111111u, 0x00000000u}; /* group 1 */
+    uint32_t w8[16] = {0x03020100u, 0xfffe8180u}; /* 0, 1, 2, 3, 128, 129, 254, 255, then zeros */
+    float y[64];
+    for (size_t t = 0; t < 3; t++) {
+        uint32_t sbt = g_sbts[t];
+        uint8_t sc[8], bi[8];
+        sb_set(sbt, sc, 0, 2), sb_set(sbt, bi, 0, -1);
+        sb_set(sbt, sc, 1, 0.5f), sb_set(sbt, bi, 1, 3);
+        CHECK(mlx_dequantize_row(4, 32, w4, sc, bi, sbt, y, 64) == 0, "mlx dequantize 4-bit %s", sbt_name(sbt));
+        int bad = 0;
+        for (int k = 0; k < 8; k++) bad += y[k] != 2 * k - 1 || y[8 + k] != 2 * (8 + k) - 1;
+        for (int k = 0; k < 8; k++) bad += y[16 + k] != 2 * (7 - k) - 1 || y[24 + k] != 2 * (15 - k) - 1;
+        for (int k = 0; k < 8; k++) bad += y[32 + k] != (k == 0 ? 0.5f * 15 + 3 : 3);
+        for (int k = 0; k < 8; k++) bad += y[40 + k] != (k == 7 ? 0.5f * 15 + 3 : 3);
+        for (int k = 0; k < 8; k++) bad += y[48 + k] != 3.5f || y[56 + k] != 3;
+        CHECK(bad == 0, "mlx 4-bit %s hand-built words: y[0..3] = %g %g %g %g, y[32] = %g", sbt_name(sbt), y[0], y[1],
+              y[2], y[3], y[32]);
+        CHECK(mlx_dequantize_row(8, 64, w8, sc, bi, sbt, y, 64) == 0, "mlx dequantize 8-bit %s", sbt_name(sbt));
+        static const int q8[8] = {0, 1, 2, 3, 128, 129, 254, 255};
+        bad = 0;
+        for (int k = 0; k < 64; k++) bad += y[k] != 2.0f * (k < 8 ? q8[k] : 0) - 1;
+        CHECK(bad == 0, "mlx 8-bit %s hand-built words: y[4..7] = %g %g %g %g", sbt_name(sbt), y[4], y[5], y[6], y[7]);
+    }
+    /* the second reading of the layout agrees on random words */
+    uint32_t wr[32];
+    uint16_t one = f32_to_fp16(1), zero = 0;
+    int bad = 0;
+    for (int it = 0; it < 50; it++) {
+        for (int i = 0; i < 32; i++) wr[i] = rnd();
+        for (int bits = 4; bits <= 8; bits += 4) {
+            int K = 32 * 32 / bits;
+            uint16_t s1[32], b0[32];
+            for (int i = 0; i < 32; i++) s1[i] = one, b0[i] = zero;
+            mlx_dequantize_row(bits, 32, wr, s1, b0, QT_F16, y, 64);
+            for (int k = 0; k < 64 && k < K; k++) bad += y[k] != mlx_q(bits, wr, k);
+        }
+    }
+    CHECK(bad == 0, "mlx dequantize disagrees with the bit-string reading in %d places", bad);
+
+    /* invalid parameters refuse */
+    float x[256] = {0};
+    uint32_t w[64];
+    uint8_t s[64], b[64];
+    CHECK(mlx_quantize_row(3, 32, x, w, s, b, QT_F16, 96) == -1 && mlx_quantize_row(4, 16, x, w, s, b, QT_F16, 64) == -1 &&
+              mlx_quantize_row(4, 32, x, w, s, b, QT_Q8_0, 64) == -1 && mlx_quantize_row(4, 64, x, w, s, b, QT_F16, 96) == -1 &&
+              mlx_quantize_row(8, 32, x, w, s, b, QT_F32, 0) == -1,
+          "mlx_quantize_row refuses bad bits, group, type or K");
+    CHECK(mlx_dequantize_row(2, 32, w, s, b, QT_F16, x, 64) == -1 && mlx_dequantize_row(4, 256, w, s, b, QT_F16, x, 256) == -1 &&
+              mlx_dequantize_row(8, 32, w, s, b, QT_BF16, x, 48) == -1 && mlx_dequantize_row(8, 32, w, s, b, 77, x, 32) == -1,
+          "mlx_dequantize_row refuses bad bits, group, K or type");
+}
+
+/* mlx_quantize_row's algorithm on groups whose answer is known by hand. */
+static void test_mlx_quantize_known(void) {
+    float x[32], s[1], b[1];
+    uint32_t w[8];
+    /* |min| > |max|: the min is the edge. min -8, max 7: scale 15 / 15 = 1, q0 = rint(-8 / 1) = -8, so
+     * scale = -8 / -8 = 1, bias = -8 and q = rint(x + 8), ties to even. */
+    for (int i = 0; i < 32; i++) x[i] = (float)(i % 16) - 8;
+    x[20] = 0.5f, x[21] = 1.5f, x[22] = -7.5f, x[23] = -6.5f, x[24] = 6.5f;
+    CHECK(mlx_quantize_row(4, 32, x, w, s, b, QT_F32, 32) == 0, "mlx quantize");
+    CHECK(s[0] == 1 && b[0] == -8, "min edge: scale %g bias %g (want 1, -8)", s[0], b[0]);
+    int bad = 0;
+    for (int i = 0; i < 32; i++) {
+        int want = i % 16;
+        if (i >= 20 && i <= 24) want = i == 20 ? 8 : i == 21 ? 10 : i == 22 ? 0 : i == 23 ? 2 : 14; /* 8.5 9.5 .5 1.5 14.5 */
+        bad += mlx_q(4, w, i) != want;
+    }
+    CHECK(bad == 0, "min edge: %d q wrong (ties must round to even: q(0.5) = %d, q(1.5) = %d)", bad, mlx_q(4, w, 20),
+          mlx_q(4, w, 21));
+
+    /* |max| >= |min|: the max is the edge and the scale negative. Values -0.5 .. 1.0 in steps of 0.1:
+     * scale0 = 1.5 / 15 = 0.1, q0 = rint(1.0 / -0.1) = -10, scale = 1.0 / -10, bias = 1.0, so q = 10 (1 - x):
+     * the max dequantizes exactly (q = 0) and so does 0 (q = 10). */
+    for (int i = 0; i < 32; i++) x[i] = (float)(i % 16) / 10 - 0.5f;
+    x[31] = 1.0f;
+    CHECK(mlx_quantize_row(4, 32, x, w, s, b, QT_F32, 32) == 0, "mlx quantize");
+    CHECK(s[0] == 1.0f / -10.0f && b[0] == 1.0f, "max edge: scale %g bias %g (want -0.1, 1)", s[0], b[0]);
+    bad = 0;
+    for (int i = 0; i < 32; i++) bad += mlx_q(4, w, i) != (i == 31 ? 0 : 15 - i % 16);
+    CHECK(bad == 0, "max edge: %d q wrong", bad);
+    float y[32];
+    mlx_dequantize_row(4, 32, w, s, b, QT_F32, y, 32);
+    CHECK(y[31] == 1.0f && y[5] == 0, "max edge: the max and zero dequantize exactly (%g, %g)", y[31], y[5]);
+
+    /* a tie |min| = |max| makes the max the edge: float(2 / 255) rounds up, so 1 / scale0 = 127.49999,
+     * q0 = -127, scale = 1 / -127 and -1 lands on q = 254 */
+    for (int i = 0; i < 32; i++) x[i] = i < 16 ? -1 : 1;
+    mlx_quantize_row(8, 32, x, w, s, b, QT_F32, 32);
+    CHECK(b[0] == 1 && s[0] == 1.0f / -127 && mlx_q(8, w, 20) == 0 && mlx_q(8, w, 3) == 254,
+          "tie: scale %g bias %g, q(-1) = %d", s[0], b[0], mlx_q(8, w, 3));
+    for (int i = 0; i < 32; i++) x[i] = -2 - (float)i / 31;
+    mlx_quantize_row(4, 32, x, w, s, b, QT_F32, 32);
+    CHECK(b[0] == -3 && s[0] > 0 && mlx_q(4, w, 31) == 0 && mlx_q(4, w, 0) == 15,
+          "all negative: scale %g bias %g, q[0] = %d", s[0], b[0], mlx_q(4, w, 0));
+
+    /* constant groups: max == min never divides by zero; scale falls to eps = 1e-7 and q0 decides */
+    static const float consts[] = {0, 0.3f, -0.3f, 1e-8f, -1e-8f, 65504, 1e20f};
+    for (size_t c = 0; c < sizeof consts / sizeof *consts; c++) {
+        for (size_t t = 0; t < 3; t++) {
+            uint32_t sbt = g_sbts[t];
+            uint8_t ss[4], bb[4];
+            for (int i = 0; i < 32; i++) x[i] = consts[c];
+            CHECK(mlx_quantize_row(8, 32, x, w, ss, bb, sbt, 32) == 0, "constant quantize");
+            mlx_dequantize_row(8, 32, w, ss, bb, sbt, y, 32);
+            float sv = sb_val(sbt, ss, 0), bv = sb_val(sbt, bb, 0);
+            int nan = 0, q = 0, off = 0;
+            for (int i = 0; i < 32; i++) nan += y[i] != y[i], q += mlx_q(8, w, i) != 0, off += y[i] != bv;
+            CHECK(nan == 0 && q == 0 && off == 0 && sv == sv && fabsf(sv) <= 1.2e-7f,
+                  "constant %g %s: scale %g bias %g, %d NaN, %d q != 0, %d values off the bias", consts[c], sbt_name(sbt),
+                  sv, bv, nan, q, off);
+            /* the bias is the constant itself (rounded to sb_type), or 0 when the constant is below eps / 2 */
+            float want = fabsf(consts[c]) <= 5e-8f ? 0 : sb_val(sbt, bb, 0);
+            if (sbt == QT_F32) want = fabsf(consts[c]) <= 5e-8f ? 0 : consts[c];
+            CHECK(bv == want, "constant %g %s: bias %g", consts[c], sbt_name(sbt), bv);
+        }
+    }
+}
+
+/* quantize -> dequantize: every element within one stored step of its value (MLX's own test allows
+ * |scale|), plus what rounding the scale and bias to sb_type costs; zeros stay zero. */
+static void test_mlx_round_trip(void) {
+    enum { K = 1024 };
+    static float x[K], y[K];
+    static uint32_t w[K / 4];
+    static uint8_t sc[K / 32 * 4], bi[K / 32 * 4];
+    for (int bits = 4; bits <= 8; bits += 4)
+        for (int group = 32; group <= 128; group *= 2)
+            for (size_t t = 0; t < 3; t++) {
+                uint32_t sbt = g_sbts[t];
+                double u = sbt == QT_F16 ? ldexp(1, -11) : sbt == QT_BF16 ? ldexp(1, -8) : ldexp(1, -24);
+                double n_bins = (1 << bits) - 1;
+                for (int kind = 0; kind < 7; kind++) {
+                    if (kind == 6) for (int i = 0; i < K; i++) x[i] = -frnd() - 1.5f; /* all negative */
+                    else fill(x, K, kind);
+                    memset(w, 0xa5, sizeof w);
+                    CHECK(mlx_quantize_row(bits, group, x, w, sc, bi, sbt, K) == 0, "mlx quantize");
+                    CHECK(mlx_dequantize_row(bits, group, w, sc, bi, sbt, y, K) == 0, "mlx dequantize");
+                    int bad = 0, edge_bad = 0;
+                    double err2 = 0, sig2 = 0;
+                    for (int g = 0; g < K / group; g++) {
+                        double s = fabs(sb_val(sbt, sc, g)), b = fabs(sb_val(sbt, bi, g));
+                        float lo = INFINITY, hi = -INFINITY;
+                        for (int i = g * group; i < (g + 1) * group; i++) lo = fminf(lo, x[i]), hi = fmaxf(hi, x[i]);
+                        float edge = fabsf(lo) > fabsf(hi) ? lo : hi;
+                        /* a stored step, the rounding of scale (times q) and bias, float rounding */
+                        double bound = s * (1 + n_bins * u) + b * u + (fabs(lo) + fabs(hi)) * 1e-6 + 1e-30;
+                        if (sbt == QT_F16) bound += n_bins * ldexp(1, -25); /* subnormal scales */
+                        for (int i = g * group; i < (g + 1) * group; i++) {
+                            double e = fabs((double)x[i] - y[i]);
+                            bad += !(e <= bound);
+                            edge_bad += x[i] == edge && mlx_q(bits, w, i) != 0 && fabsf(edge) > 5e-8f;
+                            err2 += e * e, sig2 += (double)x[i] * x[i];
+                        }
+                    }
+                    CHECK(bad == 0 && edge_bad == 0, "mlx %d-bit g%d %s kind %d: %d beyond the bound, %d edges not at q = 0",
+                          bits, group, sbt_name(sbt), kind, bad, edge_bad);
+                    if (kind == 2) {
+                        int nz = 0;
+                        for (int i = 0; i < K; i++) nz += y[i] != 0;
+                        CHECK(nz == 0, "mlx %d-bit g%d %s: zeros stay zero (%d not)", bits, group, sbt_name(sbt), nz);
+                    }
+                    if (kind == 0) { /* uniform data on [-1, 1): about (2 / n_bins) / sqrt(12) / (1 / sqrt(3)) */
+                        double rel = sqrt(err2 / sig2), want = bits == 4 ? 0.08 : 0.006;
+                        CHECK(rel <= want, "mlx %d-bit g%d %s: relative RMS error %g", bits, group, sbt_name(sbt), rel);
+                    }
+                }
+            }
+}
+
 int main(void) {
     test_fp16();
     test_traits();
     test_known_blocks();
     test_ggml_rounding();
     test_round_trip();
+    test_mlx_known();
+    test_mlx_quantize_known();
+    test_mlx_round_trip();
     return DONE("test_quant");
 }

@@ -30,6 +30,15 @@ typedef struct kn_ops {
 
     float (*dot_f32)(const float *a, const float *b, int64_t n);
     void (*axpy_f32)(float *y, float a, const float *x, int64_t n); /* y += a * x */
+
+    /* MLX affine-quantized weights (mlx.core.quantize): row r of W is K/(32/bits) little-endian uint32
+     * words, value j of a word in bits [j*bits, (j+1)*bits); each group of `group` consecutive values has
+     * a scale s and a bias b (row r's K/group of each, of type sb_type: QT_F16, QT_BF16 or QT_F32) and
+     * w = s*q + b. bits 4 or 8, group 32, 64 or 128, K a multiple of group. Activations are F32 rows
+     * (x_stride floats apart). y[b * ldy + r] = dot(w row r, x row b) for r in [r0, r1), b in [0, B). */
+    void (*matmul_mlx)(int bits, int group, const uint32_t *W, const void *scales, const void *biases,
+                       uint32_t sb_type, const float *x, size_t x_stride, int B, int64_t K, int64_t r0,
+                       int64_t r1, float *y, size_t ldy);
 } kn_ops;
 
 /* The best table this CPU supports (cached after the first call; thread-safe). The environment variable

@@ -369,6 +369,175 @@ INLINE void mm_k(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act, 
     }
 }
 
+/* ---------------------------------------------------------------- MLX affine weights x F32 */
+
+/* Groups per K chunk: per tile, the sums of x per group and activation row go into a stack array
+ * (TB * NGC floats) and are reused by every weight row; per row, the scales as floats (NGC). */
+#define NGC 256
+
+/* Scales or biases i .. i+7 as floats. */
+static inline __m256 sb_load8(uint32_t t, const void *p, int64_t i) {
+    if (t == QT_F32) return _mm256_loadu_ps((const float *)p + i);
+    __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)p + i));
+    if (t == QT_F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+static inline float sb_get(uint32_t t, const void *p, int64_t i) {
+    if (t == QT_F32) {
+        float f;
+        memcpy(&f, (const uint8_t *)p + 4 * i, 4); /* tensors in safetensors files need not be aligned */
+        return f;
+    }
+    uint16_t h;
+    memcpy(&h, (const uint8_t *)p + 2 * i, 2);
+    return t == QT_F16 ? _cvtsh_ss(h) : bf16_to_f32(h);
+}
+
+/* 4-bit decoding: 16 bytes (32 weights) are broadcast to both halves of a YMM; for piece p (weights
+ * 8p .. 8p+7) a byte shuffle puts byte 4p + j/2 into the low byte of lane j, and a mask keeps the low
+ * nibble in even lanes and the high nibble in odd ones. Odd lanes so hold 16 q: instead of shifting
+ * them, their sums are scaled by 1/16 at the end (exact, a power of two). That leaves a shuffle, an and
+ * and a convert per 8 weights, like the obvious word-broadcast and variable shift (vpsrlvd), but the
+ * shuffle runs on the port that the converts and FMAs leave free: measured 1.6x faster at one row. */
+static const uint8_t g_nib_ctl[4][32] __attribute__((aligned(32))) = {
+#define L(i) i, 128, 128, 128, i, 128, 128, 128, i + 1, 128, 128, 128, i + 1, 128, 128, 128
+    {L(0), L(2)}, {L(4), L(6)}, {L(8), L(10)}, {L(12), L(14)},
+#undef L
+};
+
+/* One weight row against nb activation rows over ng groups. Each 32-weight step is decoded once and
+ * multiplied into two partial sums per activation row, which are scaled once per group. Each group's
+ * partial sums start afresh, so the out-of-order core overlaps the FMA chains of consecutive groups and
+ * two chains per row suffice even for a single row. The bias terms are added by the caller. */
+INLINE void mlx_tile(int bits, int nb, int group, const uint32_t *w, const float *sf, const float *const *x,
+                     int64_t ng, __m256 *res) {
+    const int na = 2;
+    const __m256i nib = _mm256_setr_epi32(0x0f, 0xf0, 0x0f, 0xf0, 0x0f, 0xf0, 0x0f, 0xf0);
+    __m256 acc[TB];
+#pragma GCC unroll 4
+    for (int b = 0; b < nb; b++) acc[b] = _mm256_setzero_ps();
+    for (int64_t g = 0; g < ng; g++) {
+        const uint32_t *wg = w + g * (group * bits / 32);
+        const int64_t kg = g * group;
+        _mm_prefetch((const char *)wg + PREFETCH, _MM_HINT_T0);
+        if (bits * group > 512) _mm_prefetch((const char *)wg + PREFETCH + 64, _MM_HINT_T0);
+        __m256 part[TB][2];
+#pragma GCC unroll 4
+        for (int b = 0; b < nb; b++)
+#pragma GCC unroll 2
+            for (int u = 0; u < na; u++) part[b][u] = _mm256_setzero_ps();
+        for (int c = 0; c < group / 32; c++) {
+            __m256 wv[4];
+            if (bits == 4) {
+                __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(wg + 4 * c)));
+#pragma GCC unroll 4
+                for (int p = 0; p < 4; p++)
+                    wv[p] = _mm256_cvtepi32_ps(
+                        _mm256_and_si256(_mm256_shuffle_epi8(v, _mm256_load_si256((const __m256i *)g_nib_ctl[p])), nib));
+            } else {
+#pragma GCC unroll 4
+                for (int p = 0; p < 4; p++)
+                    wv[p] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(wg + 8 * c + 2 * p))));
+            }
+#pragma GCC unroll 4
+            for (int p = 0; p < 4; p++)
+#pragma GCC unroll 4
+                for (int b = 0; b < nb; b++)
+                    part[b][p % na] = _mm256_fmadd_ps(wv[p], _mm256_loadu_ps(x[b] + kg + 32 * c + 8 * p), part[b][p % na]);
+        }
+        __m256 s = _mm256_broadcast_ss(sf + g);
+#pragma GCC unroll 4
+        for (int b = 0; b < nb; b++) {
+            __m256 t = part[b][0];
+#pragma GCC unroll 2
+            for (int u = 1; u < na; u++) t = _mm256_add_ps(t, part[b][u]);
+            acc[b] = _mm256_fmadd_ps(t, s, acc[b]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int b = 0; b < nb; b++) res[b] = acc[b];
+}
+
+INLINE void mm_mlx(int bits, int group, uint32_t sbt, const uint32_t *W, const void *scales, const void *biases,
+                   const float *x, size_t x_stride, int B, int64_t K, int64_t r0, int64_t r1, float *y, size_t ldy) {
+    const int64_t words = K * bits / 32, ng_row = K / group;
+    const size_t sbs = sbt == QT_F32 ? 4 : 2;
+    /* undoes the 16 q of odd lanes in the 4-bit decoding */
+    const __m256 lane_scale = bits == 4 ? _mm256_setr_ps(1, 0.0625f, 1, 0.0625f, 1, 0.0625f, 1, 0.0625f) : _mm256_set1_ps(1);
+    float sx[TB][NGC], sf[NGC];
+    int64_t rc = row_chunk((size_t)K * (size_t)bits / 8, B, r1 - r0, 1);
+    for (int64_t c0 = r0; c0 < r1; c0 += rc) {
+        int64_t c1 = LAYA_MIN(r1, c0 + rc);
+        for (int b0 = 0; b0 < B; b0 += TB) {
+            int nb = LAYA_MIN(TB, B - b0);
+            for (int64_t g0 = 0; g0 < ng_row; g0 += NGC) {
+                int64_t ng = LAYA_MIN(NGC, ng_row - g0);
+                const float *xs[TB];
+                for (int t = 0; t < nb; t++) {
+                    xs[t] = x + (size_t)(b0 + t) * x_stride + (size_t)(g0 * group);
+                    for (int64_t g = 0; g < ng; g++) {
+                        __m256 v = _mm256_loadu_ps(xs[t] + g * group);
+                        for (int k = 8; k < group; k += 8) v = _mm256_add_ps(v, _mm256_loadu_ps(xs[t] + g * group + k));
+                        sx[t][g] = hsum_ps(v);
+                    }
+                }
+                for (int64_t r = c0; r < c1; r++) {
+                    const uint32_t *w = W + (size_t)r * (size_t)words + (size_t)(g0 * group * bits / 32);
+                    size_t si = ((size_t)r * (size_t)ng_row + (size_t)g0) * sbs;
+                    const void *sc = (const uint8_t *)scales + si, *bi = (const uint8_t *)biases + si;
+                    /* the scales as floats, and the bias terms: sum over groups of bias * sum(x) */
+                    __m256 bt[TB];
+                    float btail[TB] = {0};
+                    for (int t = 0; t < nb; t++) bt[t] = _mm256_setzero_ps();
+                    int64_t g = 0;
+                    for (; g + 8 <= ng; g += 8) {
+                        _mm256_storeu_ps(sf + g, sb_load8(sbt, sc, g));
+                        __m256 bv = sb_load8(sbt, bi, g);
+                        for (int t = 0; t < nb; t++) bt[t] = _mm256_fmadd_ps(bv, _mm256_loadu_ps(sx[t] + g), bt[t]);
+                    }
+                    for (; g < ng; g++) {
+                        sf[g] = sb_get(sbt, sc, g);
+                        float bv = sb_get(sbt, bi, g);
+                        for (int t = 0; t < nb; t++) btail[t] += bv * sx[t][g];
+                    }
+                    __m256 res[TB];
+                    switch (nb) {
+                    case 1: mlx_tile(bits, 1, group, w, sf, xs, ng, res); break;
+                    case 2: mlx_tile(bits, 2, group, w, sf, xs, ng, res); break;
+                    case 3: mlx_tile(bits, 3, group, w, sf, xs, ng, res); break;
+                    default: mlx_tile(bits, 4, group, w, sf, xs, ng, res); break;
+                    }
+                    for (int t = 0; t < nb; t++) {
+                        float v = hsum_ps(_mm256_fmadd_ps(res[t], lane_scale, bt[t])) + btail[t];
+                        float *yp = y + (size_t)(b0 + t) * ldy + (size_t)r;
+                        *yp = g0 > 0 ? *yp + v : v;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* bits and the group size become constants in each instantiation (the inner loops unroll fully); the
+ * scale type is only looked at once per 8 groups. */
+static void avx2_matmul_mlx(int bits, int group, const uint32_t *W, const void *scales, const void *biases,
+                            uint32_t sb_type, const float *x, size_t x_stride, int B, int64_t K, int64_t r0,
+                            int64_t r1, float *y, size_t ldy) {
+    if (B <= 0 || r1 <= r0) return;
+#define MLX_CALL(b, g) mm_mlx(b, g, sb_type, W, scales, biases, x, x_stride, B, K, r0, r1, y, ldy)
+    switch (bits * 1000 + group) {
+    case 4032: MLX_CALL(4, 32); return;
+    case 4064: MLX_CALL(4, 64); return;
+    case 4128: MLX_CALL(4, 128); return;
+    case 8032: MLX_CALL(8, 32); return;
+    case 8064: MLX_CALL(8, 64); return;
+    case 8128: MLX_CALL(8, 128); return;
+    default: kn_ref_ops.matmul_mlx(bits, group, W, scales, biases, sb_type, x, x_stride, B, K, r0, r1, y, ldy); return;
+    }
+#undef MLX_CALL
+}
+
 /* ---------------------------------------------------------------- table */
 
 static void avx2_matmul(uint32_t wtype, const void *W, size_t w_row_bytes, const void *act, size_t act_row_bytes,
@@ -409,4 +578,4 @@ static void avx2_axpy_f32(float *y, float a, const float *x, int64_t n) {
     for (; i < n; i++) y[i] += a * x[i];
 }
 
-const kn_ops kn_avx2_ops = {"avx2", avx2_quantize_act, avx2_matmul, avx2_dot_f32, avx2_axpy_f32};
+const kn_ops kn_avx2_ops = {"avx2", avx2_quantize_act, avx2_matmul, avx2_dot_f32, avx2_axpy_f32, avx2_matmul_mlx};

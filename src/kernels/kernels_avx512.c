@@ -404,6 +404,159 @@ INLINE void mm_k(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act, 
     }
 }
 
+/* ---------------------------------------------------------------- MLX affine weights x F32 */
+
+/* Groups per K chunk: per tile, the sums of x per group and activation row go into a stack array
+ * (TB * NGC floats, 8 KB) and are reused by every weight row; per row, the scales as floats (NGC). */
+#define NGC 256
+
+/* Scales or biases i .. i+15 (the first n of them, the rest zero) as floats. */
+static inline __m512 sb_load16(uint32_t t, const void *p, int64_t i, __mmask16 m) {
+    if (t == QT_F32) return _mm512_maskz_loadu_ps(m, (const float *)p + i);
+    __m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t *)p + i);
+    if (t == QT_F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* 4-bit decoding, as in kernels_avx2.c: 16 bytes (32 weights) broadcast to the four 128-bit lanes; for
+ * piece p (weights 16p .. 16p+15) a byte shuffle puts byte 8p + j/2 into the low byte of lane j and a
+ * mask keeps the low nibble in even lanes, the high nibble (16 q) in odd ones, whose sums are scaled by
+ * 1/16 at the end. A shuffle, an and and a convert per 16 weights. */
+static const uint8_t g_nib_ctl[2][64] __attribute__((aligned(64))) = {
+#define L(i) i, 128, 128, 128, i, 128, 128, 128, i + 1, 128, 128, 128, i + 1, 128, 128, 128
+    {L(0), L(2), L(4), L(6)}, {L(8), L(10), L(12), L(14)},
+#undef L
+};
+
+/* One weight row against nb activation rows over ng groups: each 32-weight step is decoded once and
+ * multiplied into partial sums per activation row (two for up to four rows, else one: enough FMA chains
+ * in flight), which are scaled once per group. Each group's partial sums start afresh, so the
+ * out-of-order core also overlaps the chains of consecutive groups. The bias terms are added by the
+ * caller. */
+INLINE void mlx_tile(int bits, int group, int nb, const uint32_t *w, const float *sf, const float *const *x,
+                     int64_t ng, __m512 *res) {
+    const int na = nb <= 4 ? 2 : 1;
+    const __m512i nib = _mm512_set4_epi32(0xf0, 0x0f, 0xf0, 0x0f);
+    __m512 acc[TB];
+#pragma GCC unroll 8
+    for (int b = 0; b < nb; b++) acc[b] = _mm512_setzero_ps();
+    for (int64_t g = 0; g < ng; g++) {
+        const uint32_t *wg = w + g * (group * bits / 32);
+        const int64_t kg = g * group;
+        for (int o = 0; o < group * bits / 8; o += 64) _mm_prefetch((const char *)wg + PREFETCH + o, _MM_HINT_T0);
+        __m512 part[TB][2];
+#pragma GCC unroll 8
+        for (int b = 0; b < nb; b++)
+#pragma GCC unroll 2
+            for (int u = 0; u < na; u++) part[b][u] = _mm512_setzero_ps();
+#pragma GCC unroll 4
+        for (int c = 0; c < group / 32; c++) {
+            __m512 wv[2];
+            if (bits == 4) {
+                __m512i v = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(wg + 4 * c)));
+#pragma GCC unroll 2
+                for (int p = 0; p < 2; p++)
+                    wv[p] = _mm512_cvtepi32_ps(
+                        _mm512_and_si512(_mm512_shuffle_epi8(v, _mm512_load_si512((const void *)g_nib_ctl[p])), nib));
+            } else {
+#pragma GCC unroll 2
+                for (int p = 0; p < 2; p++)
+                    wv[p] = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(wg + 8 * c + 4 * p))));
+            }
+#pragma GCC unroll 2
+            for (int p = 0; p < 2; p++)
+#pragma GCC unroll 8
+                for (int b = 0; b < nb; b++) {
+                    int u = (2 * c + p) % na;
+                    part[b][u] = _mm512_fmadd_ps(wv[p], _mm512_loadu_ps(x[b] + kg + 32 * c + 16 * p), part[b][u]);
+                }
+        }
+        __m512 s = _mm512_set1_ps(sf[g]);
+#pragma GCC unroll 8
+        for (int b = 0; b < nb; b++) {
+            __m512 t = na == 2 ? _mm512_add_ps(part[b][0], part[b][1]) : part[b][0];
+            acc[b] = _mm512_fmadd_ps(t, s, acc[b]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int b = 0; b < nb; b++) res[b] = acc[b];
+}
+
+INLINE void mm_mlx(int bits, int group, uint32_t sbt, const uint32_t *W, const void *scales, const void *biases,
+                   const float *x, size_t x_stride, int B, int64_t K, int64_t r0, int64_t r1, float *y, size_t ldy) {
+    const int64_t words = K * bits / 32, ng_row = K / group;
+    const size_t sbs = sbt == QT_F32 ? 4 : 2;
+    /* undoes the 16 q of odd lanes in the 4-bit decoding */
+    const __m512 lane_scale = bits == 4 ? _mm512_set4_ps(0.0625f, 1, 0.0625f, 1) : _mm512_set1_ps(1);
+    float sx[TB][NGC], sf[NGC];
+    int64_t rc = row_chunk((size_t)K * (size_t)bits / 8, B, r1 - r0, 1);
+    for (int64_t c0 = r0; c0 < r1; c0 += rc) {
+        int64_t c1 = LAYA_MIN(r1, c0 + rc);
+        for (int b0 = 0; b0 < B; b0 += TB) {
+            int nb = LAYA_MIN(TB, B - b0);
+            for (int64_t g0 = 0; g0 < ng_row; g0 += NGC) {
+                int64_t ng = LAYA_MIN(NGC, ng_row - g0);
+                const float *xs[TB];
+                for (int t = 0; t < nb; t++) {
+                    xs[t] = x + (size_t)(b0 + t) * x_stride + (size_t)(g0 * group);
+                    for (int64_t g = 0; g < ng; g++) {
+                        __m512 v = _mm512_loadu_ps(xs[t] + g * group);
+                        for (int k = 16; k < group; k += 16) v = _mm512_add_ps(v, _mm512_loadu_ps(xs[t] + g * group + k));
+                        sx[t][g] = _mm512_reduce_add_ps(v);
+                    }
+                }
+                for (int64_t r = c0; r < c1; r++) {
+                    const uint32_t *w = W + (size_t)r * (size_t)words + (size_t)(g0 * group * bits / 32);
+                    size_t si = ((size_t)r * (size_t)ng_row + (size_t)g0) * sbs;
+                    const void *sc = (const uint8_t *)scales + si, *bi = (const uint8_t *)biases + si;
+                    /* the scales as floats, and the bias terms: sum over groups of bias * sum(x) */
+                    __m512 bt[TB];
+                    for (int t = 0; t < nb; t++) bt[t] = _mm512_setzero_ps();
+                    for (int64_t g = 0; g < ng; g += 16) {
+                        __mmask16 m = ng - g >= 16 ? 0xffff : (__mmask16)((1u << (ng - g)) - 1);
+                        _mm512_mask_storeu_ps(sf + g, m, sb_load16(sbt, sc, g, m));
+                        __m512 bv = sb_load16(sbt, bi, g, m);
+                        for (int t = 0; t < nb; t++) bt[t] = _mm512_fmadd_ps(bv, _mm512_maskz_loadu_ps(m, sx[t] + g), bt[t]);
+                    }
+                    __m512 res[TB];
+                    switch (nb) {
+                    case 1: mlx_tile(bits, group, 1, w, sf, xs, ng, res); break;
+                    case 2: mlx_tile(bits, group, 2, w, sf, xs, ng, res); break;
+                    case 3: mlx_tile(bits, group, 3, w, sf, xs, ng, res); break;
+                    case 4: mlx_tile(bits, group, 4, w, sf, xs, ng, res); break;
+                    case 5: mlx_tile(bits, group, 5, w, sf, xs, ng, res); break;
+                    case 6: mlx_tile(bits, group, 6, w, sf, xs, ng, res); break;
+                    case 7: mlx_tile(bits, group, 7, w, sf, xs, ng, res); break;
+                    default: mlx_tile(bits, group, 8, w, sf, xs, ng, res); break;
+                    }
+                    for (int t = 0; t < nb; t++)
+                        put(y + (size_t)(b0 + t) * ldy + (size_t)r, _mm512_reduce_add_ps(_mm512_fmadd_ps(res[t], lane_scale, bt[t])),
+                            g0 > 0);
+                }
+            }
+        }
+    }
+}
+
+/* bits and the group size become constants in each instantiation (the inner loops unroll fully); the
+ * scale type is only looked at once per 16 groups. */
+static void avx512_matmul_mlx(int bits, int group, const uint32_t *W, const void *scales, const void *biases,
+                              uint32_t sb_type, const float *x, size_t x_stride, int B, int64_t K, int64_t r0,
+                              int64_t r1, float *y, size_t ldy) {
+    if (B <= 0 || r1 <= r0) return;
+#define MLX_CALL(b, g) mm_mlx(b, g, sb_type, W, scales, biases, x, x_stride, B, K, r0, r1, y, ldy)
+    switch (bits * 1000 + group) {
+    case 4032: MLX_CALL(4, 32); return;
+    case 4064: MLX_CALL(4, 64); return;
+    case 4128: MLX_CALL(4, 128); return;
+    case 8032: MLX_CALL(8, 32); return;
+    case 8064: MLX_CALL(8, 64); return;
+    case 8128: MLX_CALL(8, 128); return;
+    default: kn_ref_ops.matmul_mlx(bits, group, W, scales, biases, sb_type, x, x_stride, B, K, r0, r1, y, ldy); return;
+    }
+#undef MLX_CALL
+}
+
 /* ---------------------------------------------------------------- table */
 
 static void avx512_matmul(uint32_t wtype, const void *W, size_t w_row_bytes, const void *act, size_t act_row_bytes,
@@ -445,4 +598,5 @@ static void avx512_axpy_f32(float *y, float a, const float *x, int64_t n) {
     }
 }
 
-const kn_ops kn_avx512_ops = {"avx512", avx512_quantize_act, avx512_matmul, avx512_dot_f32, avx512_axpy_f32};
+const kn_ops kn_avx512_ops = {"avx512", avx512_quantize_act, avx512_matmul, avx512_dot_f32, avx512_axpy_f32,
+                               avx512_matmul_mlx};

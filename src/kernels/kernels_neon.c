@@ -300,6 +300,167 @@ INLINE void mm_k(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act, 
     }
 }
 
+/* ---------------------------------------------------------------- MLX affine weights x F32 */
+
+/* Groups per K chunk: per tile, the sums of x per group and activation row go into a stack array
+ * (TB * NGC floats) and are reused by every weight row; per row, the scales as floats (NGC). */
+#define NGC 256
+
+/* Scales or biases i .. i+3 as floats. */
+static inline float32x4_t sb_load4(uint32_t t, const void *p, int64_t i) {
+    if (t == QT_F32) return vld1q_f32((const float *)p + i);
+    uint16x4_t h = vld1_u16((const uint16_t *)p + i);
+    if (t == QT_F16) return vcvt_f32_f16(vreinterpret_f16_u16(h));
+    return vreinterpretq_f32_u32(vshll_n_u16(h, 16));
+}
+
+static inline float sb_get(uint32_t t, const void *p, int64_t i) {
+    if (t == QT_F32) {
+        float f;
+        memcpy(&f, (const uint8_t *)p + 4 * i, 4); /* tensors in safetensors files need not be aligned */
+        return f;
+    }
+    uint16_t h;
+    memcpy(&h, (const uint8_t *)p + 2 * i, 2);
+    return t == QT_F16 ? fp16_to_f32(h) : bf16_to_f32(h);
+}
+
+/* Byte k of a 16-byte table into the low byte of each 32-bit lane (tbl yields 0 for index 255): with
+ * the bytes in weight order, this widens 4 weights to uint32 in one instruction instead of two. */
+static const uint8_t g_widen[4][16] __attribute__((aligned(16))) = {
+#define L(i) i, 255, 255, 255, i + 1, 255, 255, 255, i + 2, 255, 255, 255, i + 3, 255, 255, 255
+    {L(0)}, {L(4)}, {L(8)}, {L(12)},
+#undef L
+};
+
+/* One weight row against nb activation rows over ng groups. Per 16 weights: 4 bits are split into low
+ * and high nibbles and zipped back into weight order (two instructions per 16 weights), then each 4 are
+ * widened by a tbl and converted; 8 bits need only the tbl and the convert. The products go into NA
+ * partial sums per activation row (enough FMA chains in flight for a single row), scaled once per
+ * group. The bias terms are added by the caller. */
+INLINE void mlx_tile(int bits, int group, int nb, const uint32_t *w, const float *sf, const float *const *x,
+                     int64_t ng, float32x4_t *res) {
+    const int na = nb == 1 ? 4 : 2;
+    uint8x16_t widen[4];
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) widen[j] = vld1q_u8(g_widen[j]);
+    float32x4_t acc[TB];
+#pragma GCC unroll 4
+    for (int b = 0; b < nb; b++) acc[b] = vdupq_n_f32(0);
+    for (int64_t g = 0; g < ng; g++) {
+        const uint8_t *wg = (const uint8_t *)(w + g * (group * bits / 32));
+        const int64_t kg = g * group;
+        float32x4_t part[TB][4];
+#pragma GCC unroll 4
+        for (int b = 0; b < nb; b++)
+#pragma GCC unroll 4
+            for (int u = 0; u < na; u++) part[b][u] = vdupq_n_f32(0);
+#pragma GCC unroll 8
+        for (int c = 0; c < group / 16; c++) { /* 16 weights */
+            uint8x16_t e;
+            if (bits == 4) {
+                uint8x16_t v = vld1q_u8(wg + 16 * (c / 2));
+                uint8x16_t lo = vandq_u8(v, vdupq_n_u8(15)), hi = vshrq_n_u8(v, 4);
+                e = c & 1 ? vzip2q_u8(lo, hi) : vzip1q_u8(lo, hi);
+            } else {
+                e = vld1q_u8(wg + 16 * c);
+            }
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                float32x4_t wv = vcvtq_f32_u32(vreinterpretq_u32_u8(vqtbl1q_u8(e, widen[j])));
+                int u = (4 * c + j) % na;
+#pragma GCC unroll 4
+                for (int b = 0; b < nb; b++) part[b][u] = vfmaq_f32(part[b][u], wv, vld1q_f32(x[b] + kg + 16 * c + 4 * j));
+            }
+        }
+#pragma GCC unroll 4
+        for (int b = 0; b < nb; b++) {
+            float32x4_t t = part[b][0];
+#pragma GCC unroll 4
+            for (int u = 1; u < na; u++) t = vaddq_f32(t, part[b][u]);
+            acc[b] = vfmaq_n_f32(acc[b], t, sf[g]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int b = 0; b < nb; b++) res[b] = acc[b];
+}
+
+INLINE void mm_mlx(int bits, int group, uint32_t sbt, const uint32_t *W, const void *scales, const void *biases,
+                   const float *x, size_t x_stride, int B, int64_t K, int64_t r0, int64_t r1, float *y, size_t ldy) {
+    const int64_t words = K * bits / 32, ng_row = K / group;
+    const size_t sbs = sbt == QT_F32 ? 4 : 2;
+    float sx[TB][NGC], sf[NGC];
+    int64_t rc = row_chunk((size_t)K * (size_t)bits / 8, B, r1 - r0, 1);
+    for (int64_t c0 = r0; c0 < r1; c0 += rc) {
+        int64_t c1 = LAYA_MIN(r1, c0 + rc);
+        for (int b0 = 0; b0 < B; b0 += TB) {
+            int nb = LAYA_MIN(TB, B - b0);
+            for (int64_t g0 = 0; g0 < ng_row; g0 += NGC) {
+                int64_t ng = LAYA_MIN(NGC, ng_row - g0);
+                const float *xs[TB];
+                for (int t = 0; t < nb; t++) {
+                    xs[t] = x + (size_t)(b0 + t) * x_stride + (size_t)(g0 * group);
+                    for (int64_t g = 0; g < ng; g++) {
+                        float32x4_t v = vld1q_f32(xs[t] + g * group);
+                        for (int k = 4; k < group; k += 4) v = vaddq_f32(v, vld1q_f32(xs[t] + g * group + k));
+                        sx[t][g] = vaddvq_f32(v);
+                    }
+                }
+                for (int64_t r = c0; r < c1; r++) {
+                    const uint32_t *w = W + (size_t)r * (size_t)words + (size_t)(g0 * group * bits / 32);
+                    size_t si = ((size_t)r * (size_t)ng_row + (size_t)g0) * sbs;
+                    const void *sc = (const uint8_t *)scales + si, *bi = (const uint8_t *)biases + si;
+                    /* the scales as floats, and the bias terms: sum over groups of bias * sum(x) */
+                    float32x4_t bt[TB];
+                    float btail[TB] = {0};
+                    for (int t = 0; t < nb; t++) bt[t] = vdupq_n_f32(0);
+                    int64_t g = 0;
+                    for (; g + 4 <= ng; g += 4) {
+                        vst1q_f32(sf + g, sb_load4(sbt, sc, g));
+                        float32x4_t bv = sb_load4(sbt, bi, g);
+                        for (int t = 0; t < nb; t++) bt[t] = vfmaq_f32(bt[t], bv, vld1q_f32(sx[t] + g));
+                    }
+                    for (; g < ng; g++) {
+                        sf[g] = sb_get(sbt, sc, g);
+                        float bv = sb_get(sbt, bi, g);
+                        for (int t = 0; t < nb; t++) btail[t] += bv * sx[t][g];
+                    }
+                    float32x4_t res[TB];
+                    switch (nb) {
+                    case 1: mlx_tile(bits, group, 1, w, sf, xs, ng, res); break;
+                    case 2: mlx_tile(bits, group, 2, w, sf, xs, ng, res); break;
+                    case 3: mlx_tile(bits, group, 3, w, sf, xs, ng, res); break;
+                    default: mlx_tile(bits, group, 4, w, sf, xs, ng, res); break;
+                    }
+                    for (int t = 0; t < nb; t++) {
+                        float v = vaddvq_f32(vaddq_f32(res[t], bt[t])) + btail[t];
+                        float *yp = y + (size_t)(b0 + t) * ldy + (size_t)r;
+                        *yp = g0 > 0 ? *yp + v : v;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* bits and the group size become constants in each instantiation (the inner loops unroll fully). */
+static void neon_matmul_mlx(int bits, int group, const uint32_t *W, const void *scales, const void *biases,
+                            uint32_t sb_type, const float *x, size_t x_stride, int B, int64_t K, int64_t r0,
+                            int64_t r1, float *y, size_t ldy) {
+    if (B <= 0 || r1 <= r0) return;
+#define MLX_CALL(b, g) mm_mlx(b, g, sb_type, W, scales, biases, x, x_stride, B, K, r0, r1, y, ldy)
+    switch (bits * 1000 + group) {
+    case 4032: MLX_CALL(4, 32); return;
+    case 4064: MLX_CALL(4, 64); return;
+    case 4128: MLX_CALL(4, 128); return;
+    case 8032: MLX_CALL(8, 32); return;
+    case 8064: MLX_CALL(8, 64); return;
+    case 8128: MLX_CALL(8, 128); return;
+    default: kn_ref_ops.matmul_mlx(bits, group, W, scales, biases, sb_type, x, x_stride, B, K, r0, r1, y, ldy); return;
+    }
+#undef MLX_CALL
+}
+
 /* ---------------------------------------------------------------- table */
 
 static void neon_matmul(uint32_t wtype, const void *W, size_t w_row_bytes, const void *act, size_t act_row_bytes,
@@ -338,4 +499,4 @@ static void neon_axpy_f32(float *y, float a, const float *x, int64_t n) {
     for (; i < n; i++) y[i] += a * x[i];
 }
 
-const kn_ops kn_neon_ops = {"neon", neon_quantize_act, neon_matmul, neon_dot_f32, neon_axpy_f32};
+const kn_ops kn_neon_ops = {"neon", neon_quantize_act, neon_matmul, neon_dot_f32, neon_axpy_f32, neon_matmul_mlx};

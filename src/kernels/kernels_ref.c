@@ -167,4 +167,48 @@ static void ref_axpy_f32(float *y, float a, const float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
 }
 
-const kn_ops kn_ref_ops = {"scalar", ref_quantize_act, ref_matmul, ref_dot_f32, ref_axpy_f32};
+/* Scale or bias i as a float. memcpy, because a tensor in a safetensors file need not be aligned. */
+static float sb_at(uint32_t t, const void *p, int64_t i) {
+    if (t == QT_F32) {
+        float f;
+        memcpy(&f, (const uint8_t *)p + 4 * i, 4);
+        return f;
+    }
+    uint16_t h;
+    memcpy(&h, (const uint8_t *)p + 2 * i, 2);
+    return t == QT_F16 ? fp16_to_f32(h) : bf16_to_f32(h);
+}
+
+/* MLX affine weights (layout in kernels.h and quant.c). Per group, sum_q = sum(q * x) and
+ * sum_x = sum(x), then y += scale * sum_q + bias * sum_x: the same as the dot product with the
+ * dequantized row, up to float rounding. Every table groups the arithmetic this way, though the SIMD
+ * tables take sum_x once per activation row rather than once per weight row. */
+static void ref_matmul_mlx(int bits, int group, const uint32_t *W, const void *scales, const void *biases,
+                           uint32_t sb_type, const float *x, size_t x_stride, int B, int64_t K, int64_t r0,
+                           int64_t r1, float *y, size_t ldy) {
+    const int per_word = 32 / bits;
+    const uint32_t mask = (1u << bits) - 1;
+    const int64_t words = K / per_word, groups = K / group;
+    for (int64_t r = r0; r < r1; r++) {
+        const uint32_t *w = W + (size_t)r * (size_t)words;
+        for (int b = 0; b < B; b++) {
+            const float *xb = x + (size_t)b * x_stride;
+            float sum = 0;
+            for (int64_t g = 0; g < groups; g++) {
+                float sum_q = 0, sum_x = 0;
+                for (int64_t k = g * group; k < (g + 1) * group; k++) {
+                    uint32_t word;
+                    memcpy(&word, w + k / per_word, 4);
+                    uint32_t q = (word >> (bits * (k % per_word))) & mask;
+                    sum_q += (float)q * xb[k];
+                    sum_x += xb[k];
+                }
+                size_t i = (size_t)r * (size_t)groups + (size_t)g;
+                sum += sb_at(sb_type, scales, (int64_t)i) * sum_q + sb_at(sb_type, biases, (int64_t)i) * sum_x;
+            }
+            y[(size_t)b * ldy + (size_t)r] = sum;
+        }
+    }
+}
+
+const kn_ops kn_ref_ops = {"scalar", ref_quantize_act, ref_matmul, ref_dot_f32, ref_axpy_f32, ref_matmul_mlx};
