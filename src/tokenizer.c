@@ -36,9 +36,14 @@ typedef struct pair_slot {
     uint32_t rank;
     int32_t id;
 } pair_slot;
+/* In front of the slots, a blocked Bloom filter: one 64-bit word per pair, 3 bits set in it, 8 to 16
+ * bits per merge. Random text looks up many pairs that do not merge; the filter answers most of them
+ * from L2, where the megabytes of slots would cost a cache miss each. */
 typedef struct pair_map {
     pair_slot *slots;
     uint64_t mask;
+    uint64_t *filter;
+    uint64_t filter_mask;
 } pair_map;
 #define EMPTY_PAIR UINT64_MAX
 
@@ -57,18 +62,24 @@ struct tok_vocab {
     str_map map;          /* key -> id, for mergeable (not control/user-defined/unused) tokens */
     pair_map merges;
     int32_t byte_tok[256]; /* gpt2: id of each byte's mapped character; llama: the <0xXX> tokens */
+    int32_t char_tok[129]; /* llama: the token of each ASCII character, and [128] of U+2581 (map_find) */
     int byte_fallback;     /* llama: all 256 <0xXX> tokens present */
+    int spm_split;         /* llama: a word may be split before each U+2581 that follows another character */
     trie_node *trie;       /* special and user-defined tokens; node 0 is the root */
     int32_t n_trie;
     int32_t root_child[256];
+    int special_first;     /* the byte every special token starts with; -1: none, 256: not all the same */
     uint8_t ascii_cls[128];
     char model_name[8], pre_name[16];
 };
 
+/* A symbol of a word being merged: symbols stay in word order and cover it without gaps, except where
+ * byte-level BPE drops a byte it cannot spell; a symbol's bytes run from its start (tok_work.starts) to
+ * its next symbol's start or the word's end. */
 struct tok_sym {
-    int32_t id, prev, next;
-    uint32_t start, len; /* bytes of the word; len 0: merged away */
-    int32_t merged;      /* the token this symbol and the next would merge into (valid while its leaf is set) */
+    int32_t id;         /* -1: in score mode, a piece outside the vocab */
+    int32_t prev, next; /* -1: none */
+    int32_t merged;     /* the token this symbol and the next would merge into (valid while its key is) */
 };
 
 struct tok_work {
@@ -78,17 +89,26 @@ struct tok_work {
     uint32_t *nfc;   size_t nfc_cap;   /* NFC output */
     char *bytes;     size_t bytes_cap; /* NFC text re-encoded, or SentencePiece-normalized text */
     struct tok_sym *syms;  size_t syms_cap;
-    uint64_t *tree;  size_t tree_cap;  /* BPE candidates */
+    uint32_t *starts; size_t starts_cap; /* byte offset of each symbol in its word */
+    uint32_t *keys;  size_t keys_cap;  /* BPE candidates (struct cands) */
+    uint64_t *masks; size_t masks_cap;
+    uint64_t *tree;  size_t tree_cap;
     struct pair_memo *memo;            /* recent merge-table lookups; entries of older calls are ignored */
-    uint32_t call;                     /* numbers the calls, to tell those entries apart */
-    int oneshot;                       /* a tok_encode temporary: the memo pays off only on long input */
+    int memo_bits;                     /* log2 of its entries */
+    uint32_t call;                     /* numbers the calls 1..65535, to tell those entries apart */
 };
 
 /* The merge table of a large vocab is megabytes, and each lookup is a cache miss; text repeats its
  * letter pairs, so a small direct-mapped memo per tok_work answers most of them from L1/L2. Entries are
- * stamped with the call that wrote them, so nothing is ever shared between calls (or vocabs). */
+ * stamped with the call that wrote them, so nothing is ever shared between calls (or vocabs). A
+ * tok_encode temporary on short input uses a small one on the stack instead. */
 #define MEMO_BITS 12
-struct pair_memo { int32_t a, b, id; uint32_t rank, call; };
+#define SMALL_MEMO_BITS 6
+struct pair_memo {
+    uint64_t tag;    /* call << 48 | left id << 24 | right id (ids are below MAX_TOKENS); 0: empty */
+    int32_t id;      /* merged token */
+    uint32_t key;    /* NONE: the pair does not merge */
+};
 
 /* Where encoded ids go: written while they fit, always counted. */
 typedef struct emitter {
@@ -163,10 +183,15 @@ static void map_insert(tok_vocab *v, int32_t id) {
     }
 }
 
+static inline uint64_t filter_bits(uint64_t h) {
+    return (uint64_t)1 << (h >> 40 & 63) | (uint64_t)1 << (h >> 46 & 63) | (uint64_t)1 << (h >> 52 & 63);
+}
+
 static int pair_find(const pair_map *m, int32_t a, int32_t b, uint32_t *rank, int32_t *id) {
     if (!m->slots) return 0;
-    uint64_t k = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
-    uint64_t i = hash_pair(k) & m->mask;
+    uint64_t k = (uint64_t)(uint32_t)a << 32 | (uint32_t)b, h = hash_pair(k), bits = filter_bits(h);
+    if ((m->filter[h >> 20 & m->filter_mask] & bits) != bits) return 0;
+    uint64_t i = h & m->mask;
     for (;;) {
         const pair_slot *e = &m->slots[i];
         if (e->key == k) { *rank = e->rank; *id = e->id; return 1; }
@@ -176,8 +201,9 @@ static int pair_find(const pair_map *m, int32_t a, int32_t b, uint32_t *rank, in
 }
 
 static void pair_insert(pair_map *m, int32_t a, int32_t b, uint32_t rank, int32_t id) {
-    uint64_t k = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
-    uint64_t i = hash_pair(k) & m->mask;
+    uint64_t k = (uint64_t)(uint32_t)a << 32 | (uint32_t)b, h = hash_pair(k);
+    m->filter[h >> 20 & m->filter_mask] |= filter_bits(h);
+    uint64_t i = h & m->mask;
     for (;;) {
         pair_slot *e = &m->slots[i];
         if (e->key == EMPTY_PAIR) {
@@ -276,6 +302,37 @@ static laya_status get_opt_id(const tok_vocab *v, const gguf_file *f, const char
 
 static int is_mergeable(uint8_t t) { return t != TT_CONTROL && t != TT_USER && t != TT_UNUSED; }
 
+/* 1 if key holds U+2581 after some other character. */
+static int space_inside(const char *k, size_t n) {
+    size_t i = 0;
+    while (i + 3 <= n && memcmp(k + i, "\xE2\x96\x81", 3) == 0) i += 3;
+    for (; i + 3 <= n; i++)
+        if (memcmp(k + i, "\xE2\x96\x81", 3) == 0) return 1;
+    return 0;
+}
+
+/* SentencePiece-style text is one word, spaces and all, so a long text is one long BPE. When no token
+ * holds U+2581 after another character, no merge can join a piece that ends in another character to
+ * one that starts with U+2581 (merged texts are joined texts), so each such place splits the word
+ * with the same result. The check needs U+2581 itself to be a token, and an unknown token whose text
+ * holds another character, so that every piece before such a place holds one. */
+static int spm_can_split(const tok_vocab *v) {
+    if (v->char_tok[128] < 0) return 0;
+    for (int32_t i = 0; i < v->n; i++) {
+        size_t kn;
+        const char *k = key_of(v, i, &kn);
+        if (is_mergeable(v->type[i]) && space_inside(k, kn)) return 0;
+    }
+    if (v->unk >= 0) {
+        size_t kn;
+        const char *k = key_of(v, v->unk, &kn);
+        size_t i = 0;
+        while (i + 3 <= kn && memcmp(k + i, "\xE2\x96\x81", 3) == 0) i += 3;
+        if (i == kn) return 0;
+    }
+    return 1;
+}
+
 static laya_status build_trie(tok_vocab *v) {
     size_t nodes = 1;
     for (int32_t i = 0; i < v->n; i++) {
@@ -283,6 +340,7 @@ static laya_status build_trie(tok_vocab *v) {
         if (t == TT_CONTROL || t == TT_USER || t == TT_UNKNOWN) nodes += v->piece_off[i + 1] - v->piece_off[i];
     }
     for (int b = 0; b < 256; b++) v->root_child[b] = -1;
+    v->special_first = -1;
     if (nodes > INT32_MAX) return LAYA_ERR_FORMAT;
     v->trie = laya_malloc(nodes * sizeof *v->trie);
     if (!v->trie) return LAYA_ERR_NOMEM;
@@ -303,6 +361,7 @@ static laya_status build_trie(tok_vocab *v) {
                 v->trie[c] = (trie_node){-1, -1, -1, s[k]};
                 if (k == 0) {
                     v->root_child[s[0]] = c;
+                    v->special_first = v->special_first < 0 ? s[0] : 256;
                 } else {
                     v->trie[c].sibling = v->trie[node].child;
                     v->trie[node].child = c;
@@ -319,17 +378,19 @@ static laya_status load_merges(tok_vocab *v, const gguf_kv *mk, const int16_t *u
     uint64_t nm = mk->arr_n;
     if (nm > UINT32_MAX / 2)
         return laya_err(err, errlen, LAYA_ERR_FORMAT, "tokenizer: %llu merges", (unsigned long long)nm);
-    uint64_t cap = pow2_at_least(nm * 2 + 1);
+    uint64_t cap = pow2_at_least(nm * 2 + 1), words = pow2_at_least(nm / 8 + 1);
     pair_map *m = &v->merges;
     m->slots = laya_malloc(cap * sizeof *m->slots);
+    m->filter = laya_calloc(words, sizeof *m->filter);
     char *buf = laya_malloc(2 * MAX_TOKEN_BYTES + 2);
-    if (!m->slots || !buf) {
+    if (!m->slots || !m->filter || !buf) {
         laya_free(buf);
         return laya_err(err, errlen, LAYA_ERR_NOMEM, "tokenizer: out of memory for %llu merges",
                         (unsigned long long)nm);
     }
     for (uint64_t i = 0; i < cap; i++) m->slots[i].key = EMPTY_PAIR;
     m->mask = cap - 1;
+    m->filter_mask = words - 1;
     /* Merges whose parts or result are not tokens are skipped: Hugging Face refuses such a file, but
      * a merge that can never fire changes no output, so there is nothing to gain by refusing. */
     for (uint64_t r = 0; r < nm; r++) {
@@ -529,6 +590,11 @@ laya_status tok_load(const gguf_file *f, tok_vocab **out, char *err, size_t errl
         v->byte_tok[b] = map_find(v, s, (size_t)sl);
     }
     if (kind == KIND_SPM) {
+        for (int c = 0; c < 128; c++) {
+            char ch = (char)c;
+            v->char_tok[c] = map_find(v, &ch, 1);
+        }
+        v->char_tok[128] = map_find(v, "\xE2\x96\x81", 3);
         v->byte_fallback = 1;
         for (int b = 0; b < 256; b++)
             if (v->byte_tok[b] < 0) v->byte_fallback = 0;
@@ -556,6 +622,7 @@ laya_status tok_load(const gguf_file *f, tok_vocab **out, char *err, size_t errl
     if (v->unk < 0)
         for (int32_t i = 0; i < n && v->unk < 0; i++)
             if (v->type[i] == TT_UNKNOWN) v->unk = i;
+    v->spm_split = kind == KIND_SPM && spm_can_split(v);
     v->add_bos = kind == KIND_SPM || v->split == SPLIT_LLAMA3;
     if ((st = get_opt_bool(f, "tokenizer.ggml.add_bos_token", &v->add_bos, err, errlen))) goto fail;
     if (v->bos < 0) v->add_bos = 0;
@@ -581,6 +648,7 @@ void tok_free(tok_vocab *v) {
     laya_free(v->score);
     laya_free(v->map.slots);
     laya_free(v->merges.slots);
+    laya_free(v->merges.filter);
     laya_free(v->trie);
     laya_free(v);
 }
@@ -598,13 +666,6 @@ int tok_token_type(const tok_vocab *v, laya_token id) {
 /* ---------------------------------------------------------------------------------------------------
  * Scratch */
 
-/* Leaves of the BPE tournament tree for n symbols (see bpe_merge). */
-static size_t tree_leaves(size_t n) {
-    size_t s = 1;
-    while (s < n) s <<= 1;
-    return s;
-}
-
 /* Make room for `need` elements; old contents are not kept (every caller refills). */
 static int grow(void **p, size_t *cap, size_t need, size_t elem) {
     if (need <= *cap) return 0;
@@ -620,6 +681,15 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem) {
 }
 #define GROW(w, field, need) grow((void **)&(w)->field, &(w)->field##_cap, (need), sizeof *(w)->field)
 
+static size_t cands_leaves(size_t n);
+
+/* Room for BPE on n symbols (see struct cands). */
+static int grow_bpe(tok_work *w, size_t n) {
+    size_t leaves = cands_leaves(n);
+    return GROW(w, syms, n) || GROW(w, starts, n) || GROW(w, keys, n) || GROW(w, masks, leaves) ||
+           GROW(w, tree, 2 * leaves);
+}
+
 tok_work *tok_work_new(void) { return laya_calloc(1, sizeof(tok_work)); }
 
 static void work_release(tok_work *w) {
@@ -629,6 +699,9 @@ static void work_release(tok_work *w) {
     laya_free(w->nfc);
     laya_free(w->bytes);
     laya_free(w->syms);
+    laya_free(w->starts);
+    laya_free(w->keys);
+    laya_free(w->masks);
     laya_free(w->tree);
     laya_free(w->memo);
 }
@@ -643,108 +716,286 @@ laya_status tok_work_reserve(tok_work *w, size_t max_len) {
     if (!w) return LAYA_ERR_INVALID_ARG;
     /* Worst cases for max_len input bytes: repair turns a byte into 3 (U+FFFD) but never adds code points;
      * NFC needs 4 slots per code point while decomposing, grows UTF-8 at most 3x and code points at most
-     * 4x; SentencePiece turns a space into 3 bytes (U+2581) and prepends one; BPE has a symbol per byte and
-     * a tree of twice that rounded up to a power of two. */
+     * 4x; SentencePiece turns a space into 3 bytes (U+2581) and prepends one; BPE has a symbol and a
+     * candidate per byte. */
     if (max_len > UINT32_MAX / 16) return LAYA_ERR_CAPACITY; /* tok_encode_work's own limit */
-    size_t t = max_len, cps = 4 * t + 2, bytes = 9 * t + 4, tree = 2 * tree_leaves(bytes);
+    size_t t = max_len, cps = 4 * t + 2, bytes = 9 * t + 4;
     if (GROW(w, text, 3 * t + 1) || GROW(w, cps, cps) || GROW(w, offs, cps + 1) || GROW(w, nfc, 4 * t + 4) ||
-        GROW(w, bytes, bytes) || GROW(w, syms, bytes) || GROW(w, tree, tree))
+        GROW(w, bytes, bytes) || grow_bpe(w, bytes))
         return LAYA_ERR_NOMEM;
-    if (!w->memo && !(w->memo = laya_calloc((size_t)1 << MEMO_BITS, sizeof *w->memo))) return LAYA_ERR_NOMEM;
+    if (!w->memo) {
+        if (!(w->memo = laya_calloc((size_t)1 << MEMO_BITS, sizeof *w->memo))) return LAYA_ERR_NOMEM;
+        w->memo_bits = MEMO_BITS;
+    }
     return LAYA_OK;
 }
 
 /* ---------------------------------------------------------------------------------------------------
  * BPE. Hugging Face pops candidate merges from a heap, lowest key first (the merge rank; in score mode
- * the order of -score), leftmost among equals, and skips entries whose pair has changed. Here the
- * candidates sit in a tournament tree over symbol positions instead: leaf i holds key << 32 | i for
- * the pair (i, next(i)), or NONE; each inner node the smaller child, so the root is the same choice.
- * A merge rewrites the three leaves it affects, so there are no stale entries to pop, and an update
- * stops as soon as a node keeps its value: about twice as fast as the heap on long hostile words. */
+ * the order of -score), leftmost among equals, and skips entries whose pair has changed. Here a word's
+ * candidates are one key per symbol position, kept exact after every merge (no stale entries): short
+ * words find the best by a scan, long ones through blocks and a tree (struct cands), taking the pops of
+ * one key in batches (bpe_merge). The choice is Hugging Face's, merge for merge; tests/test_tokenizer.c
+ * checks it against a plain implementation of the rule as well as against Hugging Face itself. */
 
-#define NONE UINT64_MAX
+#define NONE UINT32_MAX /* no candidate */
+#define BLOCK 16        /* candidates per block (at most 64: one bit each in a uint64_t mask) */
 
-static void tree_set(uint64_t *t, size_t leaves, size_t i, uint64_t key) {
-    i += leaves;
-    t[i] = key;
-    for (i >>= 1; i; i >>= 1) {
-        uint64_t m = t[2 * i] < t[2 * i + 1] ? t[2 * i] : t[2 * i + 1];
+/* key[i] is the key of the pair (i, next(i)), NONE if it cannot merge. Block b (keys b * BLOCK ...)
+ * keeps its least key and a mask of the keys equal to it; a tournament tree over the blocks holds
+ * least key << 32 | b, so its root names the block of the best pair and the mask's lowest bit the
+ * leftmost pair in it (see bpe_merge for how they are used). */
+typedef struct cands {
+    uint32_t *key;   /* [n] */
+    uint64_t *mask;  /* [blocks] */
+    uint64_t *tree;  /* [2 * leaves]: tree[leaves + b] for block b, tree[1] the root */
+    size_t n, blocks, leaves;
+} cands;
+
+static size_t cands_leaves(size_t n) {
+    size_t blocks = (n + BLOCK - 1) / BLOCK, leaves = 1;
+    while (leaves < blocks) leaves <<= 1;
+    return leaves;
+}
+
+/* The least of k[0..n) (n <= BLOCK) and the mask of the values equal to it. */
+static uint32_t scan_min(const uint32_t *k, size_t n, uint64_t *mask) {
+    uint32_t m = NONE;
+    uint64_t b = 0;
+    if (n == BLOCK) { /* a full block, written so that compilers vectorize it */
+        for (unsigned i = 0; i < BLOCK; i++) m = k[i] < m ? k[i] : m;
+        uint8_t eq[BLOCK];
+        for (unsigned i = 0; i < BLOCK; i++) eq[i] = k[i] == m;
+        for (unsigned i = 0; i < BLOCK; i += 8) { /* the low bits of 8 bytes into one byte */
+            uint64_t x;
+            memcpy(&x, eq + i, 8);
+            b |= (x * 0x0102040810204080ull) >> 56 << i;
+        }
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            if (k[i] < m) m = k[i], b = 0;
+            if (k[i] == m) b |= (uint64_t)1 << i;
+        }
+    }
+    *mask = b;
+    return m;
+}
+
+static inline uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+/* Rescan block b (past the last block: an empty leaf) and return its leaf. */
+static uint64_t cands_leaf(cands *q, size_t b) {
+    size_t at = b * BLOCK;
+    if (at >= q->n) return UINT64_MAX;
+    return (uint64_t)scan_min(q->key + at, LAYA_MIN(q->n - at, BLOCK), &q->mask[b]) << 32 | b;
+}
+
+/* Rescan blocks lo..hi and bring the tree up to date, level by level until a level is unchanged. */
+static void cands_fix(cands *q, size_t lo, size_t hi) {
+    uint64_t *t = q->tree;
+    for (size_t b = lo; b <= hi; b++) t[q->leaves + b] = cands_leaf(q, b);
+    for (lo = (lo + q->leaves) >> 1, hi = (hi + q->leaves) >> 1; lo < hi; lo >>= 1, hi >>= 1) {
+        int changed = 0;
+        for (size_t i = lo; i <= hi; i++) {
+            uint64_t m = min64(t[2 * i], t[2 * i + 1]);
+            changed |= t[i] != m;
+            t[i] = m;
+        }
+        if (!changed) return;
+    }
+    for (size_t i = lo; i; i >>= 1) { /* one node a level */
+        uint64_t m = min64(t[2 * i], t[2 * i + 1]);
         if (t[i] == m) break;
         t[i] = m;
     }
 }
 
-/* Order-preserving map of a float to uint32, so that a higher score pops first. */
+/* The caller has filled w->keys[0..n). */
+static void cands_build(cands *q, tok_work *w, size_t n) {
+    q->key = w->keys;
+    q->mask = w->masks;
+    q->tree = w->tree;
+    q->n = n;
+    q->blocks = (n + BLOCK - 1) / BLOCK;
+    q->leaves = cands_leaves(n);
+    uint64_t *t = q->tree;
+    for (size_t b = 0; b < q->leaves; b++) t[q->leaves + b] = cands_leaf(q, b);
+    for (size_t i = q->leaves; i-- > 1;) t[i] = min64(t[2 * i], t[2 * i + 1]);
+}
+
+/* Order-preserving map of a float to uint32, so that a higher score pops first. NONE is kept free
+ * (a NaN could map there): the key below it sorts the same against every real score. */
 static uint32_t score_key(float score) {
     float f = -score;
     uint32_t b;
     memcpy(&b, &f, 4);
-    return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+    b = (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+    return b == NONE ? NONE - 1 : b;
 }
 
-/* The merge of symbols l and r, if the vocab has one: its key and merged id. */
-static int pair_merge(const tok_vocab *v, tok_work *w, const char *word, int32_t l, int32_t r, uint32_t *key,
-                      int32_t *id) {
-    const struct tok_sym *s = w->syms;
-    if (v->use_scores) {
-        *id = map_find(v, word + s[l].start, s[l].len + s[r].len);
-        if (*id < 0) return 0;
-        *key = score_key(v->score[*id]);
-        return 1;
-    }
+/* One word being merged: what the inner loop reads, copied out of the vocab and the tok_work so that
+ * the compiler can keep it in registers across the stores to the symbols. */
+typedef struct bpe {
+    const tok_vocab *v;
+    const char *word;
+    uint32_t len;           /* of the word */
+    struct tok_sym *s;
+    const uint32_t *starts;
+    struct pair_memo *memo;
+    int memo_shift; /* 64 - memo bits */
+    uint64_t call;  /* w->call << 48 */
+} bpe;
+
+static inline struct pair_memo *memo_slot(const bpe *c, uint64_t tag) {
+    return &c->memo[(tag * 0x9E3779B97F4A7C15ull) >> c->memo_shift];
+}
+
+/* The merge of symbols l and r, if the vocab has one: its key (NONE: none) and merged id. Pairs of
+ * tokens are looked up in the merges, or in score mode by the text of the two pieces (a piece outside
+ * the vocab has id -1, and its text is all there is to go by); the memo answers repeats. */
+__attribute__((noinline)) /* keeps the memo hit path small enough to inline */
+static uint32_t pair_slow(const bpe *c, int32_t l, int32_t r, int32_t *id) {
+    const struct tok_sym *s = c->s;
     int32_t a = s[l].id, b = s[r].id;
-    if (a < 0 || b < 0) return 0;
-    if (!w->memo) return pair_find(&v->merges, a, b, key, id);
-    struct pair_memo *m = &w->memo[((uint32_t)a * 0x9E3779B1u ^ (uint32_t)b * 0x85EBCA77u) >> (32 - MEMO_BITS)];
-    if (m->call != w->call || m->a != a || m->b != b) {
-        *m = (struct pair_memo){a, b, -1, 0, w->call};
-        pair_find(&v->merges, a, b, &m->rank, &m->id);
+    uint32_t key = NONE, rank;
+    *id = -1;
+    if (c->v->use_scores) {
+        uint32_t end = s[r].next >= 0 ? c->starts[s[r].next] : c->len;
+        *id = map_find(c->v, c->word + c->starts[l], end - c->starts[l]);
+        if (*id >= 0) key = score_key(c->v->score[*id]);
+    } else if ((a | b) >= 0 && pair_find(&c->v->merges, a, b, &rank, id)) {
+        key = rank;
     }
-    *key = m->rank;
-    *id = m->id;
-    return m->id >= 0;
+    if ((a | b) >= 0) {
+        uint64_t tag = c->call | (uint64_t)a << 24 | (uint64_t)b;
+        *memo_slot(c, tag) = (struct pair_memo){tag, *id, key};
+    }
+    return key;
 }
 
-static uint64_t pair_key(const tok_vocab *v, tok_work *w, const char *word, int32_t l) {
-    struct tok_sym *s = w->syms;
+static inline uint32_t pair_merge(const bpe *c, int32_t l, int32_t r, int32_t *id) {
+    int32_t a = c->s[l].id, b = c->s[r].id;
+    uint64_t tag = c->call | (uint64_t)a << 24 | (uint64_t)b;
+    const struct pair_memo *m = memo_slot(c, tag);
+    if (m->tag == tag && (a | b) >= 0) {
+        *id = m->id;
+        return m->key;
+    }
+    return pair_slow(c, l, r, id);
+}
+
+/* The key of the pair that starts at symbol l (NONE if it cannot merge); records the merged id. */
+static inline uint32_t pair_key(const bpe *c, int32_t l) {
+    struct tok_sym *s = c->s;
+    return s[l].next < 0 ? NONE : pair_merge(c, l, s[l].next, &s[l].merged);
+}
+
+/* The last answer at one place in the batch loop: a run of one pair asks the same question each merge. */
+typedef struct pair_last {
+    int32_t a, b, id; /* a = -2: none */
     uint32_t key;
-    if (l < 0 || s[l].next < 0 || !pair_merge(v, w, word, l, s[l].next, &key, &s[l].merged)) return NONE;
-    return (uint64_t)key << 32 | (uint32_t)l;
+} pair_last;
+
+static inline uint32_t pair_key_last(const bpe *c, pair_last *last, int32_t l) {
+    struct tok_sym *s = c->s;
+    int32_t r = s[l].next;
+    if (r < 0) return NONE;
+    int32_t a = s[l].id, b = s[r].id;
+    if (a == last->a && b == last->b) {
+        s[l].merged = last->id;
+        return last->key;
+    }
+    uint32_t key = pair_merge(c, l, r, &s[l].merged);
+    if ((a | b) >= 0) *last = (pair_last){a, b, s[l].merged, key}; /* score mode: -1 goes by text */
+    return key;
 }
 
-/* Merge the n symbols of w->syms (linked 0..n-1) in place; w->tree holds 2 * tree_leaves(n) entries. */
-static void bpe_merge(const tok_vocab *v, tok_work *w, const char *word, int32_t n) {
-    struct tok_sym *s = w->syms;
-    uint64_t *t = w->tree;
-    size_t leaves = tree_leaves((size_t)n);
-    for (size_t i = 0; i < leaves; i++) t[leaves + i] = i < (size_t)n ? pair_key(v, w, word, (int32_t)i) : NONE;
-    for (size_t i = leaves; i-- > 1;) t[i] = t[2 * i] < t[2 * i + 1] ? t[2 * i] : t[2 * i + 1];
-    while (t[1] != NONE) {
-        int32_t l = (int32_t)(uint32_t)t[1], r = s[l].next;
-        s[l].id = s[l].merged;
-        s[l].len += s[r].len;
-        s[l].next = s[r].next;
-        if (s[r].next >= 0) s[s[r].next].prev = l;
-        s[r].len = 0;
-        tree_set(t, leaves, (size_t)r, NONE);
-        tree_set(t, leaves, (size_t)l, pair_key(v, w, word, l));
-        if (s[l].prev >= 0) tree_set(t, leaves, (size_t)s[l].prev, pair_key(v, w, word, s[l].prev));
+/* Merge symbol l with its next one. */
+static inline void merge_at(struct tok_sym *s, int32_t l) {
+    int32_t r = s[l].next;
+    s[l].id = s[l].merged;
+    s[l].next = s[r].next;
+    if (s[r].next >= 0) s[s[r].next].prev = l;
+}
+
+/* Words up to this many symbols (most of them) merge with a plain scan for the best pair. */
+#define SMALL_WORD 32
+
+/* Merge the n symbols of w->syms (linked 0..n-1) in place (grow_bpe(w, n) has made room). */
+static void bpe_merge(const tok_vocab *v, tok_work *w, const char *word, size_t len, int32_t n) {
+    const bpe c = {v, word, (uint32_t)len, w->syms, w->starts, w->memo, 64 - w->memo_bits, (uint64_t)w->call << 48};
+    struct tok_sym *s = c.s;
+    uint32_t *k = w->keys;
+    for (int32_t i = 0; i < n; i++) k[i] = pair_key(&c, i);
+    if (n <= SMALL_WORD) {
+        for (;;) {
+            int32_t l = -1;
+            uint32_t best = NONE;
+            for (int32_t i = 0; i < n; i++)
+                if (k[i] < best) best = k[i], l = i;
+            if (l < 0) return;
+            int32_t r = s[l].next;
+            merge_at(s, l);
+            k[r] = NONE;
+            k[l] = pair_key(&c, l);
+            if (s[l].prev >= 0) k[s[l].prev] = pair_key(&c, s[l].prev);
+        }
+    }
+    /* Hugging Face pops the pairs one at a time. Here the pops of one key r are taken in a batch: while
+     * r is the least key, its holders come in position order, block after block, and each merge only
+     * has to look up its two new pairs. A batch ends at a block whose least key is not r (the tree
+     * takes over), when a merge makes a key <= r, which would pop before the remaining holders, or
+     * after a lone merge (the next block is not worth a look). The blocks a batch touched are rescanned
+     * after it. A run of one pair, the hostile case, costs a few lookups per merge; a lone pair costs a
+     * rescan or two and a path of the tree. */
+    cands q;
+    cands_build(&q, w, (size_t)n);
+    pair_last after = {-2, -2, -1, NONE}, before = after; /* the pairs a merge makes with its neighbours */
+    for (;;) {
+        uint32_t r = (uint32_t)(q.tree[1] >> 32);
+        if (r == NONE) return;
+        size_t b = (uint32_t)q.tree[1], lo = b, hi = b, merges = 0;
+        for (int more = 1; more;) {
+            for (uint64_t m = q.mask[b]; m && more; m &= m - 1) {
+                int32_t l = (int32_t)(b * BLOCK + (size_t)__builtin_ctzll(m)), rt = s[l].next, p = s[l].prev;
+                if (k[l] != r) continue; /* its symbol was merged away in this batch */
+                merge_at(s, l);
+                merges++;
+                k[rt] = NONE;
+                hi = LAYA_MAX(hi, (size_t)rt / BLOCK);
+                k[l] = pair_key_last(&c, &after, l);
+                more = k[l] > r;
+                if (p >= 0) {
+                    k[p] = pair_key_last(&c, &before, p);
+                    more &= k[p] > r;
+                    lo = LAYA_MIN(lo, (size_t)p / BLOCK);
+                }
+            }
+            if (more && merges > 1 && ++b < q.blocks && (uint32_t)(q.tree[q.leaves + b] >> 32) == r)
+                hi = LAYA_MAX(hi, b);
+            else more = 0;
+        }
+        cands_fix(&q, lo, hi);
     }
 }
 
-static void push_sym(struct tok_sym *s, int32_t *n, int32_t id, uint32_t start, uint32_t len) {
+static inline void push_sym(tok_work *w, int32_t *n, int32_t id, size_t start) {
     int32_t i = (*n)++;
-    s[i] = (struct tok_sym){id, i - 1, -1, start, len, -1};
-    if (i > 0) s[i - 1].next = i;
+    w->syms[i] = (struct tok_sym){id, i - 1, -1, -1};
+    w->starts[i] = (uint32_t)start;
+    if (i > 0) w->syms[i - 1].next = i;
 }
 
-static void emit_syms(const tok_vocab *v, const char *word, const struct tok_sym *s, int32_t n, emitter *e) {
+/* Merge the n symbols of the word p[0..len) and emit the tokens. */
+static void bpe_word(const tok_vocab *v, tok_work *w, const char *p, size_t len, int32_t n, emitter *e) {
+    bpe_merge(v, w, p, len, n);
+    const struct tok_sym *s = w->syms;
     for (int32_t i = n ? 0 : -1; i >= 0; i = s[i].next) {
         if (s[i].id >= 0) {
             emit(e, s[i].id);
         } else { /* score mode: a piece that never became a token */
-            for (uint32_t k = 0; k < s[i].len; k++) {
-                int32_t b = v->byte_fallback ? v->byte_tok[(unsigned char)word[s[i].start + k]] : v->unk;
+            for (size_t k = w->starts[i], end = s[i].next >= 0 ? w->starts[s[i].next] : len; k < end; k++) {
+                int32_t b = v->byte_fallback ? v->byte_tok[(unsigned char)p[k]] : v->unk;
                 if (b >= 0) emit(e, b);
             }
         }
@@ -765,44 +1016,52 @@ static laya_status bpe_gpt2(const tok_vocab *v, tok_work *w, const char *p, size
             return LAYA_OK;
         }
     }
-    if (n > INT32_MAX || GROW(w, syms, n) || GROW(w, tree, 2 * tree_leaves(n))) return LAYA_ERR_NOMEM;
+    /* segment_gpt2 has made room for n symbols */
+    struct tok_sym *s = w->syms;
+    uint32_t *starts = w->starts;
     int32_t ns = 0;
     for (size_t i = 0; i < n; i++) {
         int32_t id = v->byte_tok[(unsigned char)p[i]];
-        if (id >= 0) push_sym(w->syms, &ns, id, (uint32_t)i, 1);
-        else if (v->unk >= 0) push_sym(w->syms, &ns, v->unk, (uint32_t)i, 1);
-        /* else: Hugging Face drops a character the vocab cannot spell when there is no unk token */
+        if (id < 0 && (id = v->unk) < 0) continue; /* Hugging Face drops a byte it cannot spell */
+        s[ns] = (struct tok_sym){id, ns - 1, ns + 1, -1};
+        starts[ns++] = (uint32_t)i;
     }
-    bpe_merge(v, w, p, ns);
-    emit_syms(v, p, w->syms, ns, e);
+    if (ns) s[ns - 1].next = -1;
+    bpe_word(v, w, p, n, ns, e);
     return LAYA_OK;
 }
 
 /* One SentencePiece-normalized word (U+2581 for spaces). */
-static laya_status bpe_spm(const tok_vocab *v, tok_work *w, const char *p, size_t n, emitter *e) {
-    if (n > INT32_MAX || GROW(w, syms, n) || GROW(w, tree, 2 * tree_leaves(n))) return LAYA_ERR_NOMEM;
-    int32_t ns = 0;
+static void bpe_spm(const tok_vocab *v, tok_work *w, const char *p, size_t n, emitter *e) {
+    int32_t ns = 0, last_id = -1; /* segment_spm has made room for n symbols */
+    size_t last = 0, last_k = 0; /* the last character looked up in the map: text repeats characters */
     for (size_t i = 0; i < n;) {
-        size_t k = (size_t)uni_utf8_len((unsigned char)p[i]);
+        unsigned char b0 = (unsigned char)p[i];
+        size_t k = (size_t)uni_utf8_len(b0);
         if (k > n - i) k = n - i;
-        int32_t id = map_find(v, p + i, k);
+        int32_t id;
+        if (b0 < 0x80) {
+            id = v->char_tok[b0];
+        } else if (k == 3 && b0 == 0xE2 && (unsigned char)p[i + 1] == 0x96 && (unsigned char)p[i + 2] == 0x81) {
+            id = v->char_tok[128];
+        } else if (k == last_k && memcmp(p + i, p + last, k) == 0) {
+            id = last_id;
+        } else {
+            id = last_id = map_find(v, p + i, k);
+            last = i, last_k = k;
+        }
         if (id >= 0 || v->use_scores) {
-            push_sym(w->syms, &ns, id, (uint32_t)i, (uint32_t)k); /* score mode resolves -1 at emit */
+            push_sym(w, &ns, id, i); /* score mode resolves -1 at emit */
         } else if (v->byte_fallback) {
-            for (size_t b = 0; b < k; b++)
-                push_sym(w->syms, &ns, v->byte_tok[(unsigned char)p[i + b]], (uint32_t)(i + b), 1);
+            for (size_t b = 0; b < k; b++) push_sym(w, &ns, v->byte_tok[(unsigned char)p[i + b]], i + b);
         } else if (v->unk >= 0) {
-            /* consecutive unknown characters fuse into one unk, as with Hugging Face's fuse_unk */
-            if (ns > 0 && w->syms[ns - 1].id == v->unk && w->syms[ns - 1].start + w->syms[ns - 1].len == i)
-                w->syms[ns - 1].len += (uint32_t)k;
-            else
-                push_sym(w->syms, &ns, v->unk, (uint32_t)i, (uint32_t)k);
+            /* Consecutive unknown characters fuse into one unk, as with Hugging Face's fuse_unk (here every
+             * character makes or extends a symbol, so the last symbol is the previous character's). */
+            if (ns == 0 || w->syms[ns - 1].id != v->unk) push_sym(w, &ns, v->unk, i);
         }
         i += k;
     }
-    bpe_merge(v, w, p, ns);
-    emit_syms(v, p, w->syms, ns, e);
-    return LAYA_OK;
+    bpe_word(v, w, p, n, ns, e);
 }
 
 /* ---------------------------------------------------------------------------------------------------
@@ -897,13 +1156,21 @@ static size_t to_cps(tok_work *w, const char *s, size_t n) {
     size_t i = 0, k = 0;
     while (i < n) {
         w->offs[k] = (uint32_t)i;
-        unsigned char b = (unsigned char)s[i];
-        if (b < 0x80) {
-            w->cps[k++] = b;
-            i++;
+        const unsigned char *p = (const unsigned char *)s + i;
+        uint32_t c = p[0];
+        if (c < 0x80) { /* valid UTF-8 by contract: the lengths are not checked again */
+            i += 1;
+        } else if (c < 0xE0) {
+            c = (c & 0x1F) << 6 | (p[1] & 63u);
+            i += 2;
+        } else if (c < 0xF0) {
+            c = (c & 0x0F) << 12 | (p[1] & 63u) << 6 | (p[2] & 63u);
+            i += 3;
         } else {
-            w->cps[k++] = uni_utf8_next(s, n, &i);
+            c = (c & 0x07) << 18 | (p[1] & 63u) << 12 | (p[2] & 63u) << 6 | (p[3] & 63u);
+            i += 4;
         }
+        w->cps[k++] = c;
     }
     w->offs[k] = (uint32_t)n;
     return k;
@@ -924,6 +1191,7 @@ static laya_status segment_gpt2(const tok_vocab *v, tok_work *w, const char *s, 
         n = nb;
         ncp = to_cps(w, s, n);
     }
+    if (grow_bpe(w, n)) return LAYA_ERR_NOMEM; /* room for any word of the segment */
     for (size_t i = 0; i < ncp;) {
         size_t j = v->split == SPLIT_GPT2 ? split_gpt2(v, w->cps, ncp, i)
                                           : split_llama3(v, w->cps, ncp, i, v->split == SPLIT_LLAMA3 ? 3 : 1);
@@ -941,12 +1209,26 @@ static laya_status segment_spm(const tok_vocab *v, tok_work *w, const char *s, s
     if (n > (SIZE_MAX - 3) / 3 || GROW(w, bytes, 3 * n + 3)) return LAYA_ERR_NOMEM;
     char *o = w->bytes;
     size_t m = 0;
-    if (v->add_space_prefix) o[m++] = (char)0xE2, o[m++] = (char)0x96, o[m++] = (char)0x81;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == ' ') o[m++] = (char)0xE2, o[m++] = (char)0x96, o[m++] = (char)0x81;
-        else o[m++] = s[i];
+    if (v->add_space_prefix) memcpy(o, "\xE2\x96\x81", 3), m = 3;
+    for (size_t i = 0; i < n;) {
+        const char *sp = memchr(s + i, ' ', n - i);
+        size_t j = sp ? (size_t)(sp - s) : n;
+        memcpy(o + m, s + i, j - i);
+        m += j - i;
+        if (j < n) memcpy(o + m, "\xE2\x96\x81", 3), m += 3;
+        i = j + 1;
     }
-    return bpe_spm(v, w, o, m, e);
+    if (grow_bpe(w, m)) return LAYA_ERR_NOMEM;
+    size_t start = 0; /* split before each U+2581 that follows another character (see spm_can_split) */
+    for (const char *q = o + 1; v->spm_split && (q = memchr(q, 0xE2, (size_t)(o + m - q))) != NULL; q++) {
+        size_t i = (size_t)(q - o);
+        if (i + 3 > m || memcmp(q, "\xE2\x96\x81", 3) != 0 || (i >= 3 && memcmp(q - 3, "\xE2\x96\x81", 3) == 0))
+            continue;
+        bpe_spm(v, w, o + start, i - start, e);
+        start = i;
+    }
+    bpe_spm(v, w, o + start, m - start, e);
+    return LAYA_OK;
 }
 
 static laya_status segment(const tok_vocab *v, tok_work *w, const char *s, size_t n, emitter *e) {
@@ -974,17 +1256,17 @@ laya_status tok_encode_work(const tok_vocab *v, tok_work *w, const char *text, s
     if (n_out) *n_out = 0;
     if (!v || !w || (!text && len) || (!out && cap) || !n_out) return LAYA_ERR_INVALID_ARG;
     if (len > UINT32_MAX / 16) return LAYA_ERR_CAPACITY; /* offsets are 32-bit; 256 MiB is no keystroke */
-    if (!w->memo && (!w->oneshot || len >= 4096) &&
-        !(w->memo = laya_calloc((size_t)1 << MEMO_BITS, sizeof *w->memo)))
-        return LAYA_ERR_NOMEM;
-    if (++w->call == 0 && w->memo) { /* wrapped: forget everything rather than trust stamps from 2^32 calls ago */
-        memset(w->memo, 0, sizeof *w->memo << MEMO_BITS);
+    if (!w->memo) {
+        if (!(w->memo = laya_calloc((size_t)1 << MEMO_BITS, sizeof *w->memo))) return LAYA_ERR_NOMEM;
+        w->memo_bits = MEMO_BITS;
+    }
+    if (++w->call > 0xFFFF) { /* wrapped: forget everything rather than trust stamps 65535 calls old */
+        memset(w->memo, 0, sizeof *w->memo << w->memo_bits);
         w->call = 1;
     }
-    if (!uni_utf8_valid(text, len)) {
-        size_t need = uni_utf8_sanitize(text, len, NULL, 0);
-        if (GROW(w, text, need)) return LAYA_ERR_NOMEM;
-        len = uni_utf8_sanitize(text, len, w->text, need);
+    if (!uni_utf8_valid(text, len)) { /* repair grows a byte to at most 3 (U+FFFD) */
+        if (GROW(w, text, 3 * len)) return LAYA_ERR_NOMEM;
+        len = uni_utf8_sanitize(text, len, w->text, 3 * len);
         text = w->text;
     }
     emitter e = {out, cap, 0};
@@ -992,6 +1274,11 @@ laya_status tok_encode_work(const tok_vocab *v, tok_work *w, const char *text, s
     const unsigned char *s = (const unsigned char *)text;
     size_t seg = 0;
     for (size_t i = 0; i < len;) {
+        if (v->special_first < 256) { /* one byte starts every special token (often '<'): skip to it */
+            const void *q = v->special_first < 0 ? NULL : memchr(s + i, v->special_first, len - i);
+            if (!q) break;
+            i = (size_t)((const unsigned char *)q - s);
+        }
         size_t ml;
         int32_t id = v->root_child[s[i]] >= 0 ? match_special(v, s + i, len - i, parse_special, &ml) : -1;
         if (id < 0) {
@@ -1011,9 +1298,15 @@ laya_status tok_encode_work(const tok_vocab *v, tok_work *w, const char *text, s
 laya_status tok_encode(const tok_vocab *v, const char *text, size_t len, int parse_special, laya_token *out,
                        size_t cap, size_t *n_out) {
     tok_work w;
+    struct pair_memo small[1 << SMALL_MEMO_BITS]; /* the big memo pays off only on long input */
     memset(&w, 0, sizeof w);
-    w.oneshot = 1;
+    if (len < 4096) {
+        memset(small, 0, sizeof small);
+        w.memo = small;
+        w.memo_bits = SMALL_MEMO_BITS;
+    }
     laya_status st = tok_encode_work(v, &w, text, len, parse_special, out, cap, n_out);
+    if (w.memo == small) w.memo = NULL;
     work_release(&w);
     return st;
 }

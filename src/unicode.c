@@ -32,14 +32,6 @@ int uni_utf8_encode(uint32_t cp, char *out) {
     return 4;
 }
 
-int uni_utf8_len(unsigned char b) {
-    if (b < 0x80) return 1;
-    if (b >= 0xC2 && b <= 0xDF) return 2;
-    if (b >= 0xE0 && b <= 0xEF) return 3;
-    if (b >= 0xF0 && b <= 0xF4) return 4;
-    return 1;
-}
-
 uint32_t uni_utf8_next(const char *s, size_t n, size_t *i) {
     const unsigned char *p = (const unsigned char *)s + *i;
     size_t left = n - *i;
@@ -58,7 +50,7 @@ uint32_t uni_utf8_next(const char *s, size_t n, size_t *i) {
 
 /* For a lead byte: how many continuation bytes follow, and the range allowed for the first of them
  * (the narrow ranges exclude overlongs, surrogates and values above U+10FFFF). need 0xFF: not a lead. */
-static void lead_info(unsigned char b, uint8_t *need, uint8_t *lo, uint8_t *hi) {
+static inline void lead_info(unsigned char b, uint8_t *need, uint8_t *lo, uint8_t *hi) {
     *lo = 0x80, *hi = 0xBF;
     if (b < 0x80) *need = 0;
     else if (b >= 0xC2 && b <= 0xDF) *need = 1;
@@ -148,12 +140,48 @@ void uni_utf8_fix_end(uni_utf8_fix *st, char *out, size_t cap, size_t *pos) {
 }
 
 size_t uni_utf8_sanitize(const char *in, size_t n, char *out, size_t cap) {
-    uni_utf8_fix st;
-    size_t pos = 0;
-    uni_utf8_fix_init(&st);
-    uni_utf8_fix_feed(&st, in, n, out, cap, &pos);
-    uni_utf8_fix_end(&st, out, cap, &pos);
-    return pos;
+    if (cap / 3 < n) { /* the output may not fit: the streaming form, which counts past cap */
+        uni_utf8_fix st;
+        size_t pos = 0;
+        uni_utf8_fix_init(&st);
+        uni_utf8_fix_feed(&st, in, n, out, cap, &pos);
+        uni_utf8_fix_end(&st, out, cap, &pos);
+        return pos;
+    }
+    /* The same repair in one pass, writing directly: a byte never becomes more than 3. */
+    const unsigned char *p = (const unsigned char *)in;
+    unsigned char *o = (unsigned char *)out;
+    size_t i = 0, m = 0;
+    while (i < n) {
+        while (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, p + i, 8);
+            if (w & 0x8080808080808080ull) break;
+            memcpy(o + m, &w, 8);
+            i += 8, m += 8;
+        }
+        if (i >= n) break;
+        if (p[i] < 0x80) {
+            o[m++] = p[i++];
+            continue;
+        }
+        uint8_t need, lo, hi;
+        lead_info(p[i], &need, &lo, &hi);
+        size_t c = 0; /* continuation bytes that fit the sequence so far */
+        if (need != 0xFF && i + 1 < n && p[i + 1] >= lo && p[i + 1] <= hi) {
+            c = 1;
+            while (c < need && i + 1 + c < n && (p[i + 1 + c] & 0xC0) == 0x80) c++;
+        }
+        if (need != 0xFF && c == need) {
+            memcpy(o + m, p + i, 1 + c);
+            m += 1 + c;
+        } else { /* a maximal subpart of an ill-formed sequence: one U+FFFD */
+            memcpy(o + m, fffd, 3);
+            m += 3;
+        }
+        i += 1 + c;
+    }
+    return m;
 }
 
 /* The generated tables sit between the UTF-8 code (which needs none) and the code that uses them. */

@@ -28,7 +28,9 @@ int uni_utf8_encode(uint32_t cp, char *out);
 /* Decode the code point at s[*i] from VALID UTF-8 (e.g. after uni_utf8_sanitize) and advance *i. */
 uint32_t uni_utf8_next(const char *s, size_t n, size_t *i);
 /* Bytes of the UTF-8 sequence that starts with lead byte b (1 for invalid leads). */
-int uni_utf8_len(unsigned char b);
+static inline int uni_utf8_len(unsigned char b) {
+    return b < 0xC2 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : b < 0xF5 ? 4 : 1;
+}
 
 /* 1 if s[0..n) is valid UTF-8 (no overlongs, surrogates or values above U+10FFFF). */
 int uni_utf8_valid(const char *s, size_t n);
