@@ -11,7 +11,7 @@
 #include "unicode.h"
 
 enum { KIND_GPT2, KIND_SPM };
-enum { SPLIT_NONE, SPLIT_LLAMA3, SPLIT_QWEN2, SPLIT_GPT2 };
+enum { SPLIT_NONE, SPLIT_LLAMA3, SPLIT_QWEN2, SPLIT_GPT2, SPLIT_SMOLLM };
 /* llama.cpp's token types */
 enum { TT_NORMAL = 1, TT_UNKNOWN = 2, TT_CONTROL = 3, TT_USER = 4, TT_UNUSED = 5, TT_BYTE = 6 };
 
@@ -274,8 +274,9 @@ static const pre_alias pre_aliases[] = {
     {"gpt2", SPLIT_GPT2}, {"gpt-2", SPLIT_GPT2}, {"default", SPLIT_GPT2}, {"phi-2", SPLIT_GPT2}, {"mpt", SPLIT_GPT2},
     {"olmo", SPLIT_GPT2}, {"roberta-bpe", SPLIT_GPT2}, {"jina-es", SPLIT_GPT2}, {"jina-de", SPLIT_GPT2},
     {"jina-v1-en", SPLIT_GPT2}, {"jina-v2-es", SPLIT_GPT2}, {"jina-v2-de", SPLIT_GPT2},
+    {"smollm", SPLIT_SMOLLM},
 };
-static const char *split_names[] = {"default", "llama3", "qwen2", "gpt2"};
+static const char *split_names[] = {"default", "llama3", "qwen2", "gpt2", "smollm"};
 
 static int str_is(gguf_str s, const char *lit) { return s.n == strlen(lit) && memcmp(s.p, lit, s.n) == 0; }
 
@@ -1192,9 +1193,23 @@ static laya_status segment_gpt2(const tok_vocab *v, tok_work *w, const char *s, 
         ncp = to_cps(w, s, n);
     }
     if (grow_bpe(w, n)) return LAYA_ERR_NOMEM; /* room for any word of the segment */
+    size_t chunk_end = 0; /* SmolLM: end of the digit-free run the GPT-2 split may see */
     for (size_t i = 0; i < ncp;) {
-        size_t j = v->split == SPLIT_GPT2 ? split_gpt2(v, w->cps, ncp, i)
-                                          : split_llama3(v, w->cps, ncp, i, v->split == SPLIT_LLAMA3 ? 3 : 1);
+        size_t j;
+        if (v->split == SPLIT_SMOLLM) {
+            /* SmolLM: Digits(individual_digits) first, each \p{N} alone, then GPT-2's split on each run
+             * between digits, as if the run were the whole text. */
+            if (IS_N(w->cps[i])) {
+                j = i + 1;
+            } else {
+                if (chunk_end <= i)
+                    for (chunk_end = i; chunk_end < ncp && !IS_N(w->cps[chunk_end]); chunk_end++) {}
+                j = split_gpt2(v, w->cps, chunk_end, i);
+            }
+        } else {
+            j = v->split == SPLIT_GPT2 ? split_gpt2(v, w->cps, ncp, i)
+                                       : split_llama3(v, w->cps, ncp, i, v->split == SPLIT_LLAMA3 ? 3 : 1);
+        }
         laya_status st = bpe_gpt2(v, w, s + w->offs[i], w->offs[j] - w->offs[i], e);
         if (st) return st;
         i = j;

@@ -939,6 +939,63 @@ static void test_oom(void) {
     unlink(path);
 }
 
+/* A copy of the GGUF at path with tokenizer.ggml.pre replaced, as a vocab. */
+static tok_vocab *vocab_with_pre(const char *path, const char *pre) {
+    gguf_file *f = NULL;
+    char err[256];
+    if (gguf_open(path, &f, err, sizeof err)) return NULL;
+    gguf_writer *w = gguf_writer_new();
+    for (uint64_t i = 0; w && i < gguf_n_kv(f); i++) {
+        const gguf_kv *kv = gguf_kv_at(f, i);
+        if (!(kv->key.n == 18 && !memcmp(kv->key.p, "tokenizer.ggml.pre", 18))) gguf_writer_copy_kv(w, kv);
+    }
+    gguf_writer_set_str(w, "tokenizer.ggml.pre", pre);
+    void *buf = NULL;
+    size_t size = 0;
+    tok_vocab *v = NULL;
+    gguf_file *g = NULL;
+    if (w && gguf_writer_to_buffer(w, &buf, &size, err, sizeof err) == LAYA_OK &&
+        gguf_open_buffer(buf, size, &g, err, sizeof err) == LAYA_OK)
+        tok_load(g, &v, err, sizeof err);
+    gguf_close(g);
+    laya_free(buf);
+    gguf_writer_free(w);
+    gguf_close(f);
+    return v;
+}
+
+/* SmolLM's split (Digits with individual digits, then GPT-2's regex) must equal encoding each run between
+ * digits, and each digit, on its own with the GPT-2 split: checked on the ASCII strings of the corpus. */
+static void test_smollm(const char *path, const corpus *c) {
+    tok_vocab *sm = vocab_with_pre(path, "smollm"), *g2 = vocab_with_pre(path, "gpt2");
+    CHECK(sm && g2, "cannot build smollm/gpt2 variants of %s", path);
+    if (sm) CHECK(!strcmp(tok_pre_name(sm), "smollm"), "pre name %s", tok_pre_name(sm));
+    static laya_token got[1 << 16], want[1 << 16];
+    int checked = 0, bad = 0;
+    for (size_t k = 0; sm && g2 && k < c->n; k++) {
+        const char *t = c->s[k].p;
+        size_t n = c->s[k].n, ng = 0, nw = 0, ascii = 1;
+        for (size_t i = 0; i < n; i++) ascii &= (unsigned char)t[i] < 0x80;
+        if (!ascii || n > 4000) continue;
+        if (tok_encode(sm, t, n, 0, got, 1 << 16, &ng) != LAYA_OK) { bad++; continue; }
+        for (size_t i = 0; i < n;) {
+            size_t j = i + 1;
+            if (!(t[i] >= '0' && t[i] <= '9'))
+                while (j < n && !(t[j] >= '0' && t[j] <= '9')) j++;
+            size_t m = 0;
+            if (tok_encode(g2, t + i, j - i, 0, want + nw, (1 << 16) - nw, &m) != LAYA_OK) { bad++; break; }
+            nw += m;
+            i = j;
+        }
+        checked++;
+        bad += ng != nw || memcmp(got, want, ng * sizeof got[0]) != 0;
+    }
+    CHECK(bad == 0 && checked > 1000, "smollm split: %d of %d strings differ", bad, checked);
+    printf("  smollm split (digits, then GPT-2): %d/%d ASCII strings as expected\n", checked - bad, checked);
+    tok_free(sm);
+    tok_free(g2);
+}
+
 int main(void) {
     enc_buf = malloc(enc_cap * sizeof *enc_buf);
     corpus c = {0};
@@ -964,6 +1021,7 @@ int main(void) {
         test_no_alloc(vocabs[i], &c);
         fuzz_vocab(vocabs[i]);
         if (i == QWEN3) test_threads(vocabs[i], &c);
+        if (i == LLAMA3) test_smollm(where[i], &c);
         tok_free(vocabs[i]);
     }
     test_unicode();
