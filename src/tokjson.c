@@ -343,7 +343,7 @@ static laya_status classify(conv *c, const json_value *root) {
         if (!each || !use_regex)
             return fail(c, LAYA_ERR_UNSUPPORTED, "pre_tokenizer Digits is supported only as "
                                                  "Digits(individual_digits), ByteLevel(use_regex) (SmolLM)");
-        c->pre = "smollm"; /* llama.cpp's name for this split; tok_load decides whether it has it */
+        c->pre = "smollm"; /* llama.cpp's name for this split (digits alone, then GPT-2's) */
         return LAYA_OK;
     }
     char seq[96] = "";
