@@ -8,8 +8,8 @@
  *                unk_token, fuse_unk; dropout null or 0; no continuing_subword_prefix / end_of_word_suffix.
  *   byte-level   pre_tokenizer ByteLevel(use_regex) (GPT-2 split), or Sequence[Split(Regex, Isolated),
  *                ByteLevel(use_regex: false)] with the Llama 3, Qwen2 or GPT-2 regex (exact string compare),
- *                or Sequence[Digits(individual_digits), ByteLevel] (SmolLM: translated to pre "smollm", which
- *                tok_load refuses until the engine has that split); normalizer null or NFC.
+ *                or Sequence[Digits(individual_digits), ByteLevel] (SmolLM: translated to llama.cpp's pre
+ *                "smollm"); normalizer null or NFC.
  *   SentencePiece-style  normalizer Sequence[Prepend "▁", Replace " " → "▁"] (or the Replace alone),
  *                pre_tokenizer null, byte_fallback with all 256 <0xXX> tokens.
  *   added_tokens id, content, special (control vs user-defined), normalized (true only without a normalizer);
