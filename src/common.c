@@ -1,8 +1,13 @@
 /* common.c — the allocation hook, error formatting and status strings. */
 #include "common.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static void *libc_malloc(size_t n, void *ud) { (void)ud; return malloc(n); }
 static void libc_free(void *p, void *ud) { (void)ud; free(p); }
@@ -73,4 +78,38 @@ const char *laya_status_str(laya_status s) {
     case LAYA_ERR_TYPE: return "wrong type";
     }
     return "unknown status";
+}
+
+/* Map path read-only. An empty file gives *map = NULL, *len = 0 (mmap refuses zero bytes). */
+laya_status laya_map_file(const char *path, void **map, size_t *len, char *err, size_t errlen) {
+    *map = NULL;
+    *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return laya_err(err, errlen, LAYA_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb)) {
+        int e = errno;
+        close(fd);
+        return laya_err(err, errlen, LAYA_ERR_IO, "cannot stat '%s': %s", path, strerror(e));
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        return laya_err(err, errlen, LAYA_ERR_IO, "'%s' is not a regular file", path);
+    }
+    if ((uint64_t)sb.st_size > SIZE_MAX) {
+        close(fd);
+        return laya_err(err, errlen, LAYA_ERR_UNSUPPORTED, "'%s' is too large to map", path);
+    }
+    if (sb.st_size > 0) {
+        void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (m == MAP_FAILED) {
+            int e = errno;
+            close(fd);
+            return laya_err(err, errlen, LAYA_ERR_IO, "cannot map '%s': %s", path, strerror(e));
+        }
+        *map = m;
+        *len = (size_t)sb.st_size;
+    }
+    close(fd); /* the mapping keeps the file referenced */
+    return LAYA_OK;
 }

@@ -23,6 +23,10 @@ void *laya_aligned_alloc(size_t align, size_t n);      /* align a power of two >
 void laya_free(void *p);
 char *laya_strndup(const char *s, size_t n);
 
+/* Map a regular file read-only (model files: GGUF, safetensors). An empty file gives *map = NULL and
+ * *len = 0, since mmap refuses zero bytes; release with munmap(*map, *len). */
+laya_status laya_map_file(const char *path, void **map, size_t *len, char *err, size_t errlen);
+
 /* Write a formatted message into buf (cap bytes, may be 0/NULL) and return st. */
 laya_status laya_err(char *buf, size_t cap, laya_status st, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

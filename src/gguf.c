@@ -549,31 +549,11 @@ laya_status gguf_open(const char *path, gguf_file **out, char *err, size_t errle
     if (!out) return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "gguf_open: out is NULL");
     *out = NULL;
     if (!path) return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "gguf_open: path is NULL");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return laya_err(err, errlen, LAYA_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb)) {
-        int e = errno;
-        close(fd);
-        return laya_err(err, errlen, LAYA_ERR_IO, "cannot stat '%s': %s", path, strerror(e));
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return laya_err(err, errlen, LAYA_ERR_IO, "'%s' is not a regular file", path);
-    }
-    if (sb.st_size <= 0) { /* mmap of 0 bytes fails; let the parser give the format message */
-        close(fd);
-        return gguf_open_buffer("", 0, out, err, errlen);
-    }
-    if ((uint64_t)sb.st_size > SIZE_MAX) {
-        close(fd);
-        return laya_err(err, errlen, LAYA_ERR_UNSUPPORTED, "'%s' is too large to map", path);
-    }
-    size_t len = (size_t)sb.st_size;
-    void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
-    int e = errno;
-    close(fd); /* the mapping keeps the file referenced */
-    if (m == MAP_FAILED) return laya_err(err, errlen, LAYA_ERR_IO, "cannot map '%s': %s", path, strerror(e));
+    void *m;
+    size_t len;
+    laya_status lst = laya_map_file(path, &m, &len, err, errlen);
+    if (lst) return lst;
+    if (!m) return gguf_open_buffer("", 0, out, err, errlen); /* empty: the parser gives the format message */
     laya_status st = gguf_open_buffer(m, len, out, err, errlen);
     if (st) {
         munmap(m, len);

@@ -480,44 +480,10 @@ laya_status st_open_buffer(const void *buf, size_t size, st_set **out, char *err
     return LAYA_OK;
 }
 
-/* Map path read-only. An empty file gives *map = NULL, *len = 0 (mmap refuses zero bytes). */
-static laya_status map_file(const char *path, void **map, size_t *len, char *err, size_t errlen) {
-    *map = NULL;
-    *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return laya_err(err, errlen, LAYA_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb)) {
-        int e = errno;
-        close(fd);
-        return laya_err(err, errlen, LAYA_ERR_IO, "cannot stat '%s': %s", path, strerror(e));
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return laya_err(err, errlen, LAYA_ERR_IO, "'%s' is not a regular file", path);
-    }
-    if ((uint64_t)sb.st_size > SIZE_MAX) {
-        close(fd);
-        return laya_err(err, errlen, LAYA_ERR_UNSUPPORTED, "'%s' is too large to map", path);
-    }
-    if (sb.st_size > 0) {
-        void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (m == MAP_FAILED) {
-            int e = errno;
-            close(fd);
-            return laya_err(err, errlen, LAYA_ERR_IO, "cannot map '%s': %s", path, strerror(e));
-        }
-        *map = m;
-        *len = (size_t)sb.st_size;
-    }
-    close(fd); /* the mapping keeps the file referenced */
-    return LAYA_OK;
-}
-
 /* Map and parse file fi of s, whose name is already set; path is where to find it. */
 static laya_status open_into(st_set *s, uint32_t fi, const char *path, char *err, size_t errlen) {
     st_file *f = &s->files[fi];
-    laya_status st = map_file(path, &f->map, &f->map_len, err, errlen);
+    laya_status st = laya_map_file(path, &f->map, &f->map_len, err, errlen);
     if (st) return st;
     return parse_file(f->map ? f->map : "", f->map_len, fi, f, err, errlen);
 }
@@ -600,7 +566,7 @@ static laya_status open_index(const char *dir, const char *ipath, st_set **out, 
     st_set *s = NULL;
     char *path = NULL;
     char jerr[LAYA_ERR_MSG_MAX], serr[LAYA_ERR_MSG_MAX];
-    laya_status st = map_file(ipath, &imap, &ilen, err, errlen);
+    laya_status st = laya_map_file(ipath, &imap, &ilen, err, errlen);
     if (st) return st;
 
     json_limits lim = {(size_t)ST_MAX_HEADER, INDEX_DEPTH};
