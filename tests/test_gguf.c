@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "alloc_hooks.h"
 #include "check.h"
 #include "common.h"
 #include "gguf.h"
@@ -649,47 +650,33 @@ static void test_writer_misuse(void) {
     gguf_writer_free(NULL);
 }
 
-/* Out-of-memory injection: the k-th allocation fails; every k must give NOMEM (or OK) and leak nothing. */
-static int g_fail_at, g_count, g_live;
-static void *oom_malloc(size_t n, void *ud) {
-    (void)ud;
-    if (g_count++ == g_fail_at) return NULL;
-    void *p = malloc(n);
-    g_live += p != NULL;
-    return p;
-}
-static void oom_free(void *p, void *ud) {
-    (void)ud;
-    g_live -= p != NULL;
-    free(p);
-}
+/* Out-of-memory injection: allocation k+1 fails; every k must give NOMEM (or OK) and leak nothing. */
 
 static void test_oom(void) {
     char path[128], err[256];
     snprintf(path, sizeof path, "%s/rt.gguf", g_dir);
     size_t n = 0;
     unsigned char *full = read_all(path, &n);
-    laya_alloc_hooks h = {oom_malloc, oom_free, NULL};
-    laya_set_alloc_hooks(&h);
-    int k, bad = 0, allocs = 0;
+    int k, bad = 0;
+    long allocs = 0;
     for (k = 0; k < 100; k++) {
-        g_fail_at = k; g_count = 0; g_live = 0;
+        ta_install(k + 1);
         gguf_file *f = NULL;
         laya_status st = gguf_open_buffer(full, n, &f, err, sizeof err);
-        allocs = g_count;
+        allocs = ta_count;
         gguf_close(f);
-        if (g_live) bad++;
+        if (ta_live) bad++;
         if (st == LAYA_OK) break;
         if (st != LAYA_ERR_NOMEM) bad++;
     }
     CHECK(bad == 0 && k < 100, "open under OOM: %d bad, %d steps", bad, k);
-    CHECK(allocs <= 8, "open makes %d allocations", allocs);
+    CHECK(allocs <= 8, "open makes %ld allocations", allocs);
 
     /* The writer: each step is allowed to fail with NOMEM, nothing may leak or crash. */
     char out[128];
     snprintf(out, sizeof out, "%s/oom.gguf", g_dir);
     for (k = 0; k < 200; k++) {
-        g_fail_at = k; g_count = 0; g_live = 0;
+        ta_install(k + 1);
         gguf_writer *w = gguf_writer_new();
         laya_status st = w ? LAYA_OK : LAYA_ERR_NOMEM;
         gguf_str s[2] = {{"x", 1}, {"yy", 2}};
@@ -711,7 +698,7 @@ static void test_oom(void) {
         if (!st && (!mem || mem_n == 0)) bad++;
         laya_free(mem);
         gguf_writer_free(w);
-        if (g_live || (st && st != LAYA_ERR_NOMEM)) bad++;
+        if (ta_live || (st && st != LAYA_ERR_NOMEM)) bad++;
         if (!st) break;
     }
     laya_set_alloc_hooks(NULL);

@@ -2,12 +2,9 @@
  * made by tests/fixtures/gen/make_parity.py), for F32/F16/Q8_0/Q4_0 exports of three tiny models, plus the
  * KV-cache primitives (batching several sequences, truncate, fork, capacity) and the no-allocation rule. */
 #include "common.h"
+#include "alloc_hooks.h"
 #include "parity.h"
 
-/* Counting allocator: proves laya_decode does not allocate. */
-static long n_allocs;
-static void *count_malloc(size_t n, void *ud) { (void)ud; n_allocs++; return malloc(n); }
-static void count_free(void *p, void *ud) { (void)ud; free(p); }
 
 /* Scores one export of a fixture model against the reference; exact exports also get the KV-cache
  * primitive checks. Returns the top-1 agreement. */
@@ -38,10 +35,9 @@ static double check_model(const char *name, const char *variant, const ref_t *r,
                 want[n] = i == len - 1;
                 n++;
             }
-        laya_set_alloc_hooks(&(laya_alloc_hooks){count_malloc, count_free, NULL});
-        n_allocs = 0;
+        ta_install(0); /* counting only: proves laya_decode does not allocate */
         st = laya_decode(c, (laya_batch){n, toks, seqs, want});
-        long allocs = n_allocs;
+        long allocs = ta_count;
         laya_set_alloc_hooks(NULL);
         CHECK(st == LAYA_OK, "interleaved batch: %s", laya_context_error(c));
         CHECK(allocs == 0, "laya_decode allocated %ld times", allocs);

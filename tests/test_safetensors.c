@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "alloc_hooks.h"
 #include "check.h"
 #include "common.h"
 #include "safetensors.h"
@@ -396,39 +397,22 @@ static void test_truncations(void) {
     free(f.p);
 }
 
-/* Allocation hooks: count live blocks, fail the n-th allocation. */
-static long g_live, g_count, g_fail_at;
-static void *oom_malloc(size_t n, void *ud) {
-    (void)ud;
-    if (++g_count == g_fail_at) return NULL;
-    void *p = malloc(n);
-    if (p) g_live++;
-    return p;
-}
-static void oom_free(void *p, void *ud) {
-    (void)ud;
-    if (p) g_live--;
-    free(p);
-}
 
 static void test_oom(void) {
     char dir[256], err[LAYA_ERR_MSG_MAX];
     snprintf(dir, sizeof dir, "%s/oom", g_dir);
     write_sharded(dir, g_mixed, N_MIXED, 3, NULL);
     char *file = path2(g_dir, "mixed.safetensors"); /* from test_roundtrip */
-    laya_alloc_hooks h = {oom_malloc, oom_free, NULL};
     for (int which = 0; which < 2; which++) {
         long n;
         int ok = 0, bad = 0;
         for (n = 1; n < 1000 && !ok; n++) {
-            g_live = g_count = 0;
-            g_fail_at = n;
-            laya_set_alloc_hooks(&h);
+            ta_install(n);
             st_set *s = NULL;
             laya_status st = which ? st_open_dir(dir, &s, err, sizeof err) : st_open_file(file, &s, err, sizeof err);
             if (st == LAYA_OK) {
                 ok = 1;
-                CHECK(g_count < n, "%s: succeeded although allocation %ld failed", which ? "dir" : "file", n);
+                CHECK(ta_count < n, "%s: succeeded although allocation %ld failed", which ? "dir" : "file", n);
                 CHECK(st_count(s) == N_MIXED, "after OOM loop");
             } else if (st != LAYA_ERR_NOMEM || s) {
                 if (bad++ < 3) CHECK(0, "%s: allocation %ld failed gave %s: %s", which ? "dir" : "file", n,
@@ -436,7 +420,7 @@ static void test_oom(void) {
             }
             st_close(s);
             laya_set_alloc_hooks(NULL);
-            if (g_live != 0 && bad++ < 3) CHECK(0, "%s: fail at %ld leaks %ld blocks", which ? "dir" : "file", n, g_live);
+            if (ta_live != 0 && bad++ < 3) CHECK(0, "%s: fail at %ld leaks %ld blocks", which ? "dir" : "file", n, ta_live);
         }
         CHECK(ok && bad == 0, "%s: OOM injection (%ld allocations)", which ? "dir" : "file", n - 1);
     }

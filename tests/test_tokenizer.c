@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "alloc_hooks.h"
 #include "check.h"
 #include "common.h"
 #include "gguf.h"
@@ -447,16 +448,10 @@ static void test_hostile(const tok_vocab *v, int which, const corpus *c) {
 /* ---------------------------------------------------------------------------------------------------
  * No allocation after tok_work_reserve; thread safety on a shared vocab */
 
-static size_t n_allocs;
-static void *count_malloc(size_t n, void *ud) { (void)ud; n_allocs++; return malloc(n); }
-static void count_free(void *p, void *ud) { (void)ud; free(p); }
-
 static void test_no_alloc(const tok_vocab *v, const corpus *c) {
     tok_work *w = tok_work_new();
     CHECK(w && tok_work_reserve(w, 4096) == LAYA_OK, "reserve");
-    laya_alloc_hooks h = {count_malloc, count_free, NULL};
-    laya_set_alloc_hooks(&h);
-    n_allocs = 0;
+    ta_install(0); /* counting only */
     size_t m;
     for (size_t i = 0; i < c->n; i++)
         if (c->s[i].n <= 4096) tok_encode_work(v, w, c->s[i].p, c->s[i].n, 1, enc_buf, enc_cap, &m);
@@ -470,7 +465,7 @@ static void test_no_alloc(const tok_vocab *v, const corpus *c) {
         tok_encode_work(v, w, worst, n, 1, enc_buf, enc_cap, &m);
     }
     laya_set_alloc_hooks(NULL);
-    CHECK(n_allocs == 0, "%zu allocations while encoding with a reserved tok_work", n_allocs);
+    CHECK(ta_count == 0, "%ld allocations while encoding with a reserved tok_work", ta_count);
     tok_work_free(w);
 }
 
@@ -909,7 +904,7 @@ static void test_oom(void) {
         unlink(path);
         return;
     }
-    laya_alloc_hooks h = {failing_malloc, count_free, NULL};
+    laya_alloc_hooks h = {failing_malloc, ta_free, NULL};
     int loaded = 0, nomem = 0;
     for (size_t k = 0; k < 64 && !loaded; k++) {
         tok_vocab *v = NULL;

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "alloc_hooks.h"
 #include "check.h"
 #include "common.h"
 #include "gguf.h"
@@ -636,20 +637,7 @@ static void test_dir_api(void) {
     free(tok.p);
 }
 
-/* Out-of-memory injection: the k-th allocation fails; every k must give NOMEM (or OK) and leak nothing. */
-static int g_fail_at, g_count, g_live;
-static void *oom_malloc(size_t n, void *ud) {
-    (void)ud;
-    if (g_count++ == g_fail_at) return NULL;
-    void *p = malloc(n);
-    g_live += p != NULL;
-    return p;
-}
-static void oom_free(void *p, void *ud) {
-    (void)ud;
-    g_live -= p != NULL;
-    free(p);
-}
+/* Out-of-memory injection: allocation k+1 fails; every k must give NOMEM (or OK) and leak nothing. */
 
 static void test_oom(void) {
     const char *seeds[] = {"spm_tiny_cfg", "gpt2_tiny_cfg"};
@@ -660,17 +648,15 @@ static void test_oom(void) {
         if (!b.p) continue;
         char *nul = memchr(b.p, 0, b.n);
         blob tok = {b.p, (size_t)(nul - b.p)}, cfg = {nul + 1, b.n - tok.n - 1};
-        laya_alloc_hooks h = {oom_malloc, oom_free, NULL};
-        laya_set_alloc_hooks(&h);
         int k, bad = 0;
         for (k = 0; k < 1000; k++) {
-            g_fail_at = k, g_count = 0, g_live = 0;
+            ta_install(k + 1);
             tok_vocab *v = NULL;
             laya_status st = load_mem(&tok, &cfg, &v, err, sizeof err);
             tok_free(v);
-            if (g_live || (st && st != LAYA_ERR_NOMEM)) {
-                if (bad++ < 3) fprintf(stderr, "  oom %s step %d: %s, %d live: %s\n", seeds[s], k, laya_status_str(st),
-                                       g_live, err);
+            if (ta_live || (st && st != LAYA_ERR_NOMEM)) {
+                if (bad++ < 3) fprintf(stderr, "  oom %s step %d: %s, %ld live: %s\n", seeds[s], k, laya_status_str(st),
+                                       ta_live, err);
             }
             if (!st) break;
         }
