@@ -1,0 +1,164 @@
+/* test_model — the shipped default model (models/laya-typing-q8_0.gguf): it loads with the expected
+ * shape and special tokens; its tokenizer gives the ids Hugging Face tokenizers gave on the training
+ * machine and round-trips the tokenizer test strings byte for byte; its logits after four prompts agree
+ * with transformers' (F16 weights, float32) on the top-5 ids, and a greedy continuation runs.
+ * Reference values: train/logs/reference.json, written by train/train.py after training. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "laya.h"
+
+#define MODEL "models/laya-typing-q8_0.gguf"
+
+static const struct {
+    const char *prompt;
+    int n_ids;
+    laya_token ids[16];
+    laya_token top5[5];
+    float logit5[5];
+} refs[] = {
+    {"<|endoftext|><|prose|>The quick brown fox jumps over the", 12,
+     {0, 4, 751, 8358, 3960, 1287, 296, 7285, 11541, 98, 1232, 283},
+     {4841, 10997, 1881, 4227, 334}, {7.3891f, 7.3411f, 7.1663f, 7.0972f, 7.0649f}},
+    {"<|endoftext|><|code|>int main(int argc, char **argv)\n{\n\t", 14,
+     {0, 5, 540, 2146, 6423, 3288, 82, 27, 810, 3998, 10536, 374, 1057, 213},
+     {696, 2407, 25, 463, 318}, {12.3178f, 11.4967f, 11.0925f, 10.7317f, 9.0414f}},
+    {"<|endoftext|><|shell|>$ git commit -", 6, {0, 6, 19, 6199, 5439, 373},
+     {98, 100, 95, 101, 85}, {12.6835f, 12.0226f, 10.8982f, 10.5700f, 9.8888f}},
+    {"<|endoftext|><|zh|>\xe6\x88\x91\xe4\xbb\xac\xe7\x9a\x84\xe7\xb3\xbb\xe7\xbb\x9f", 4, {0, 7, 3620, 9735},
+     {930, 6909, 580, 2765, 607}, {10.8563f, 10.1383f, 9.8943f, 8.9521f, 8.7661f}},
+};
+
+static int hexval(int c) { return c >= 'a' ? c - 'a' + 10 : c >= 'A' ? c - 'A' + 10 : c - '0'; }
+
+/* valid UTF-8 (no overlongs, no surrogates) */
+static int utf8_valid(const unsigned char *s, size_t n) {
+    for (size_t i = 0; i < n;) {
+        unsigned c = s[i];
+        size_t l = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        if (!l || i + l > n) return 0;
+        unsigned v = l == 1 ? c : l == 2 ? c & 0x1F : l == 3 ? c & 0x0F : c & 0x07;
+        for (size_t k = 1; k < l; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) return 0;
+            v = (v << 6) | (s[i + k] & 0x3F);
+        }
+        if ((l == 2 && v < 0x80) || (l == 3 && v < 0x800) || (l == 4 && (v < 0x10000 || v > 0x10FFFF)) ||
+            (v >= 0xD800 && v <= 0xDFFF))
+            return 0;
+        i += l;
+    }
+    return 1;
+}
+
+static void check_roundtrip(const laya_model *m) {
+    FILE *f = fopen("tests/fixtures/tok/strings.hex", "r");
+    CHECK(f != NULL, "cannot open tests/fixtures/tok/strings.hex");
+    if (!f) return;
+    size_t cap = 1 << 20, n_lines = 0, n_ok = 0;
+    char *line = malloc(cap), *text = malloc(cap), *back = malloc(cap);
+    laya_token *ids = malloc(cap * sizeof *ids);
+    while (line && text && back && ids && fgets(line, (int)cap, f)) {
+        size_t hl = strcspn(line, "\r\n"), len = hl / 2;
+        for (size_t i = 0; i < len; i++) text[i] = (char)(hexval(line[2 * i]) << 4 | hexval(line[2 * i + 1]));
+        if (!utf8_valid((const unsigned char *)text, len)) continue; /* invalid bytes are repaired, by design */
+        size_t n = 0, nb = 0;
+        laya_status st = laya_tokenize(m, text, len, 0, ids, cap, &n);
+        if (st == LAYA_OK) st = laya_detokenize(m, ids, n, 0, 0, back, cap, &nb);
+        n_lines++;
+        if (st == LAYA_OK && nb == len && !memcmp(back, text, len)) n_ok++;
+        else CHECK(0, "round trip failed on line %zu (%zu bytes): %s", n_lines, len, laya_status_str(st));
+    }
+    CHECK(n_lines > 4000 && n_ok == n_lines, "%zu of %zu strings round-trip", n_ok, n_lines);
+    printf("test_model: %zu/%zu valid UTF-8 test strings round-trip\n", n_ok, n_lines);
+    free(line), free(text), free(back), free(ids);
+    fclose(f);
+}
+
+int main(void) {
+    laya_model *m = NULL;
+    char err[LAYA_ERR_MSG_MAX] = "";
+    laya_model_params mp = laya_model_default_params();
+    mp.n_threads = 2;
+    laya_status st = laya_model_load(MODEL, mp, &m, err, sizeof err);
+    CHECK(st == LAYA_OK, "load %s: %s", MODEL, err);
+    if (st) return DONE("test_model");
+    laya_model_info info;
+    laya_model_get_info(m, &info);
+    CHECK(laya_n_vocab(m) == 16384, "n_vocab %d", laya_n_vocab(m));
+    /* the special tokens the sessions rely on are single tokens */
+    static const char *specials[] = {"<|endoftext|>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>",
+                                     "<|prose|>",     "<|code|>",       "<|shell|>",      "<|zh|>"};
+    for (int i = 0; i < 8; i++) {
+        laya_token id[4];
+        size_t n = 0;
+        st = laya_tokenize(m, specials[i], strlen(specials[i]), 1, id, 4, &n);
+        CHECK(st == LAYA_OK && n == 1 && id[0] == i, "%s -> %zu ids, first %d", specials[i], n, n ? id[0] : -1);
+    }
+    check_roundtrip(m);
+
+    laya_context_params cp = laya_context_default_params();
+    cp.max_kv_size = 64;
+    cp.max_batch = 64;
+    laya_context *c = NULL;
+    st = laya_context_create(m, cp, &c, err, sizeof err);
+    CHECK(st == LAYA_OK, "context: %s", err);
+    for (size_t r = 0; c && r < sizeof refs / sizeof refs[0]; r++) {
+        laya_token ids[64];
+        size_t n = 0;
+        st = laya_tokenize(m, refs[r].prompt, strlen(refs[r].prompt), 1, ids, 64, &n);
+        int same = st == LAYA_OK && n == (size_t)refs[r].n_ids && !memcmp(ids, refs[r].ids, n * sizeof ids[0]);
+        CHECK(same, "prompt %zu: ids differ from Hugging Face tokenizers'", r);
+        laya_seq_truncate(c, 0, 0);
+        int32_t seq[64] = {0};
+        laya_batch b = {(int32_t)n, ids, seq, NULL};
+        st = laya_decode(c, b);
+        CHECK(st == LAYA_OK, "decode: %s", laya_context_error(c));
+        const float *lg = laya_get_logits(c, (int32_t)n - 1);
+        if (!lg) continue;
+        /* top 5 by logit (ties to the lower id) */
+        laya_token top[5];
+        for (int k = 0; k < 5; k++) {
+            int best = -1;
+            for (int v = 0; v < laya_n_vocab(m); v++) {
+                int used = 0;
+                for (int j = 0; j < k; j++) used |= top[j] == v;
+                if (!used && (best < 0 || lg[v] > lg[best])) best = v;
+            }
+            top[k] = best;
+        }
+        CHECK(top[0] == refs[r].top5[0], "prompt %zu: top-1 %d, transformers %d", r, top[0], refs[r].top5[0]);
+        int in5 = 0;
+        for (int k = 0; k < 5; k++)
+            for (int j = 0; j < 5; j++) in5 += top[k] == refs[r].top5[j];
+        CHECK(in5 >= 4, "prompt %zu: %d of transformers' top 5 in Laya's top 5", r, in5);
+        for (int k = 0; k < 5; k++)
+            CHECK(fabsf(lg[refs[r].top5[k]] - refs[r].logit5[k]) < 0.25f, "prompt %zu id %d: logit %.4f vs %.4f", r,
+                  refs[r].top5[k], lg[refs[r].top5[k]], refs[r].logit5[k]);
+        /* smoke generation: 16 greedy tokens, each one a valid id, text decodes */
+        laya_token gen[16];
+        laya_token cur = top[0];
+        int ok = 1;
+        for (int g = 0; g < 16 && ok; g++) {
+            gen[g] = cur;
+            int32_t s0 = 0;
+            laya_batch one = {1, &cur, &s0, NULL};
+            ok = laya_decode(c, one) == LAYA_OK;
+            const float *l2 = ok ? laya_get_logits(c, 0) : NULL;
+            ok = ok && l2;
+            if (!ok) break;
+            int best = 0;
+            for (int v = 1; v < laya_n_vocab(m); v++)
+                if (l2[v] > l2[best]) best = v;
+            cur = best;
+        }
+        char text[512];
+        size_t nt = 0;
+        CHECK(ok && laya_detokenize(m, gen, 16, 0, 1, text, sizeof text, &nt) == LAYA_OK && nt > 0,
+              "prompt %zu: greedy generation failed", r);
+    }
+    laya_context_free(c);
+    laya_model_free(m);
+    return DONE("test_model");
+}
