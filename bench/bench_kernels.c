@@ -101,7 +101,7 @@ typedef struct variant {
 /* Times every selected table on one variant and shape, printing a line per batch size. */
 static void bench_shape(const variant *v, int64_t N, int64_t K, const char *only) {
     static const char *const names[] = {"scalar", "avx2", "avx512", "neon"};
-    static const int Bs[] = {1, 4};
+    static const int Bs[] = {1, 4, 64}; /* 64: the prefill panel path */
     size_t wrb, arb, sbs = v->sbt == QT_F32 ? 4 : 2, sb_bytes = 0;
     if (v->bits) {
         if (K % v->group) return;
@@ -114,9 +114,9 @@ static void bench_shape(const variant *v, int64_t N, int64_t K, const char *only
     size_t wbytes = wrb * (size_t)N, read_bytes = wbytes + 2 * sb_bytes;
     uint8_t *W = laya_aligned_alloc(64, wbytes);
     uint8_t *sc = sb_bytes ? laya_aligned_alloc(64, sb_bytes) : NULL, *bi = sb_bytes ? laya_aligned_alloc(64, sb_bytes) : NULL;
-    float *x = malloc((size_t)K * 4 * sizeof(float));
-    uint8_t *act = laya_aligned_alloc(64, arb * 4);
-    float *y = malloc((size_t)N * 4 * sizeof(float));
+    float *x = malloc((size_t)K * 64 * sizeof(float));
+    uint8_t *act = laya_aligned_alloc(64, arb * 64);
+    float *y = malloc((size_t)N * 64 * sizeof(float));
     /* real blocks: quantize random rows, then repeat them (quantizing 150k rows takes a while) */
     float *row = malloc((size_t)K * sizeof(float));
     size_t sb_row = (size_t)(v->bits ? K / v->group : 0) * sbs;
@@ -136,12 +136,12 @@ static void bench_shape(const variant *v, int64_t N, int64_t K, const char *only
             }
         }
     }
-    for (int64_t k = 0; k < 4 * K; k++) x[k] = (float)rand() / (float)RAND_MAX - 0.5f;
+    for (int64_t k = 0; k < 64 * K; k++) x[k] = (float)rand() / (float)RAND_MAX - 0.5f;
     for (size_t ni = 0; ni < sizeof names / sizeof *names; ni++) {
         const kn_ops *kn = kn_by_name(names[ni]);
         if (!kn || (only && strcmp(only, names[ni])) || (!only && !strcmp(names[ni], "scalar"))) continue;
-        if (v->bits) memcpy(act, x, (size_t)K * 4 * sizeof(float));
-        else for (int b = 0; b < 4; b++) kn->quantize_act(v->type, x + b * K, act + b * arb, K);
+        if (v->bits) memcpy(act, x, (size_t)K * 64 * sizeof(float));
+        else for (int b = 0; b < 64; b++) kn->quantize_act(v->type, x + b * K, act + b * arb, K);
         for (size_t bi_ = 0; bi_ < sizeof Bs / sizeof *Bs; bi_++) {
             job j = {kn, v->type, W, wrb, act, arb, Bs[bi_], K, 0, N, y, (size_t)N, v->bits, v->group, v->sbt, sc, bi};
             double med[2], best = 0;

@@ -148,6 +148,15 @@ LAYA_API laya_status laya_decode(laya_context *c, laya_batch batch);
  * Valid until the next laya_decode on this context. */
 LAYA_API const float *laya_get_logits(const laya_context *c, int32_t i);
 
+/* The focused output layer. A row decoded with want_logits[i] == LAYA_WANT_HIDDEN keeps its final
+ * (normalised) hidden state but skips the full output layer: laya_get_logits returns NULL for it, and
+ * laya_get_logits_subset computes the logits of just the n token ids given (also allowed for rows decoded
+ * with want_logits[i] == 1). Writes n floats to out; never allocates. Valid until the next laya_decode. */
+#define LAYA_WANT_LOGITS 1
+#define LAYA_WANT_HIDDEN 2
+LAYA_API laya_status laya_get_logits_subset(laya_context *c, int32_t i, const laya_token *ids, int32_t n,
+                                            float *out);
+
 /* Length (positions held) of a sequence. */
 LAYA_API int32_t laya_seq_len(const laya_context *c, int32_t seq);
 /* Drop every position >= n_pos of a sequence (n_pos <= current length). */
@@ -171,6 +180,150 @@ LAYA_API laya_status laya_convert(const char *model_dir, const char *out_path, c
 
 /* The CPU kernel set chosen at run time: "avx512", "avx2", "neon" or "scalar". */
 LAYA_API const char *laya_cpu_backend(void);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Typing sessions: the per-keystroke decision. One session per text field, on a shared model; a session
+ * belongs to one thread at a time (the asynchronous form runs its decisions on the session's own worker).
+ * All memory is allocated by laya_session_create: set_text, suggest, accept, submit and poll never call
+ * the allocator (the user dictionary's file writes in accept are the one exception: they allocate).
+ *
+ * On every change the caller passes the text before and after the cursor. The session normalizes it for
+ * the model (switchable, see LAYA_NORM_*), tokenizes it, keeps the longest common token prefix already in
+ * its KV cache and computes only the new tokens, so typing, backspace, paste, a cursor jump or
+ * select-all-delete each cost only what changed. The model's view ends before the word being typed, so typing
+ * inside a word computes no new prompt token. Text before the cursor beyond params.max_text bytes (or a
+ * prompt beyond max_kv_size tokens) is dropped from the front, in steps of half of it, so the cache
+ * survives typing.
+ *
+ * Decisions (laya_session_suggest):
+ *  - complete: the cursor ends a partial word. The tokens covering the partial word (and the space or
+ *    punctuation before it) are backed up over ("token healing") and decoding is constrained, with a sorted
+ *    table of the vocabulary's token strings, to tokens consistent with exactly the typed characters; the
+ *    candidate is the whole word (`replace` covers the typed part), ending at a word boundary.
+ *  - next: the cursor follows a boundary; candidates are the next word (text may begin with a space).
+ *  - correct: text mode, the cursor just after a finished word: the word and its edit-distance-1/2
+ *    neighbours are scored by the model in the context before the word (plus a typo-cost prior); a better
+ *    neighbour is listed first, its text including what was typed after the word, its prob and confidence
+ *    the posterior against the word as typed.
+ * Candidates are found by a beam search over distinct words, decoded as one batch per step in sequence
+ * slots that share the prefix's KV cache. In code mode a candidate is an identifier (complete) or the rest
+ * of the line, stopped where brackets balance (next); the suffix after the cursor is given to models with
+ * fill-in-the-middle tokens. In shell mode a candidate completes the command line; history lines go in
+ * with laya_session_set_context.
+ *
+ * prob is the model's probability of the candidate given the context and what was typed: the product of
+ * its token probabilities, where each token constrained by the typed characters is renormalized over the
+ * tokens consistent with them (so the probabilities of all completions of a prefix sum to at most 1), times
+ * the probability that the word ends there (the mass of tokens that begin with a boundary). confidence is
+ * prob through the model's calibration map (a monotone piecewise-linear table fitted on held-out text by
+ * `laya eval --fit-calibration`; stored in GGUF metadata "laya.calibration.prob"/"laya.calibration.hit"
+ * or set with laya_session_set_calibration; identity when absent). See docs/EVALUATION.md. */
+typedef struct laya_session laya_session;
+
+typedef enum laya_mode { LAYA_MODE_TEXT = 0, LAYA_MODE_CODE = 1, LAYA_MODE_SHELL = 2 } laya_mode;
+typedef enum laya_kind { LAYA_KIND_COMPLETE = 0, LAYA_KIND_NEXT = 1, LAYA_KIND_CORRECT = 2 } laya_kind;
+
+#define LAYA_NORM_FULLWIDTH 1u    /* U+FF01..U+FF5E to ASCII, U+3000 to a space */
+#define LAYA_NORM_ZERO_WIDTH 2u   /* drop U+200B..U+200D, U+2060, U+FEFF, U+00AD */
+#define LAYA_NORM_SPACES 4u       /* fold runs of spaces (and U+00A0) to one space */
+#define LAYA_NORM_MODE_DEFAULT 0x80000000u /* text: all three; code and shell: no space folding */
+
+#define LAYA_MAX_CANDIDATES 16
+#define LAYA_CANDIDATE_MAX_BYTES 256 /* longest candidate text, bytes */
+
+typedef struct laya_session_params {
+    int32_t mode;           /* laya_mode */
+    int32_t n_candidates;   /* k, 1..LAYA_MAX_CANDIDATES (default 5) */
+    int32_t max_tokens;     /* most tokens decoded per candidate, healed ones included (default 4), 1..32 */
+    int32_t max_kv_size;    /* positions per sequence slot (default 320) */
+    int32_t max_text;       /* bytes of text before the cursor the model sees (default 1024); the suffix
+                               after the cursor is cut to max_text / 4 */
+    double deadline_ms;     /* a decision returns what it has this long after it started; 0: no deadline */
+    int32_t sensitive;      /* 1: never learn, never store, never log (passwords, PINs, private fields) */
+    uint32_t normalize;     /* LAYA_NORM_* bits, or LAYA_NORM_MODE_DEFAULT */
+    int32_t warmup;         /* 1 (default): run a decision at create so the first keystroke is not slower */
+    int32_t async;          /* 1: start a worker thread for laya_session_submit/poll (default 0) */
+    float min_prob;         /* candidates (and partial hypotheses) below this probability are dropped early:
+                               they are noise to a user and cost decode steps (default 0.001; 0: keep all) */
+    int32_t beam;           /* hypotheses kept per step (sequence slots), 1..LAYA_MAX_CANDIDATES; 0 (default):
+                               max(n_candidates, 8). Wider finds more multi-token words, at a cost per step */
+    const char *user_dict;  /* path of the user dictionary file (boosts, learning), or NULL; copied */
+} laya_session_params;
+
+typedef struct laya_candidate {
+    const char *text;       /* NUL-terminated UTF-8 to insert at the cursor after deleting `replace` chars */
+    int32_t text_len;       /* bytes */
+    int32_t replace;        /* characters (code points; an invalid byte counts one) of the raw text before
+                               the cursor that text replaces */
+    int32_t replace_bytes;  /* the same, in bytes of the raw text */
+    int32_t kind;           /* laya_kind */
+    float prob;             /* model probability (see above) */
+    float confidence;       /* calibrated probability that this is what the user types */
+} laya_candidate;
+
+typedef struct laya_session_stats {
+    int32_t n_prompt;       /* tokens of the model's view of the text */
+    int32_t n_reused;       /* of those, already in the KV cache at the last set_text */
+    int32_t n_computed;     /* prompt tokens decoded by the last set_text */
+    int32_t n_decoded;      /* candidate tokens decoded by the last decision */
+    int32_t n_steps;        /* decode calls of the last decision */
+    int32_t deadline_hit;   /* 1: the last decision stopped at its deadline (or was cancelled) */
+    int32_t truncated;      /* 1: the last text was longer than max_text and was cut */
+    double last_ms;         /* wall time of the last decision (set_text + suggest for submit) */
+} laya_session_stats;
+
+LAYA_API laya_session_params laya_session_default_params(void);
+
+/* Create a session on a loaded model (not vocab_only); the model must outlive it. On failure *out is
+ * NULL and err holds a message. */
+LAYA_API laya_status laya_session_create(const laya_model *m, laya_session_params params,
+                                         laya_session **out, char *err, size_t errlen);
+LAYA_API void laya_session_free(laya_session *s);
+LAYA_API const char *laya_session_error(const laya_session *s);
+
+/* The text before and after the cursor (any bytes; invalid UTF-8 is read as U+FFFD). Longer texts are
+ * cut (before: its start; after: its end) and stats.truncated set; never an error for size. after may be
+ * NULL. Returns LAYA_ERR_CAPACITY only if the model itself fails to fit (cannot happen with the defaults). */
+LAYA_API laya_status laya_session_set_text(laya_session *s, const char *before, size_t before_len,
+                                           const char *after, size_t after_len);
+
+/* Extra context the model sees before the text: in shell mode the recent history lines (one command per
+ * line, oldest first), in text mode e.g. a subject line. Copied; at most max_text bytes are kept (its end). */
+LAYA_API laya_status laya_session_set_context(laya_session *s, const char *text, size_t len);
+
+/* Decide for the current text. *out points to *n candidates (0..n_candidates), best first; they stay
+ * valid until the next call on this session. */
+LAYA_API laya_status laya_session_suggest(laya_session *s, const laya_candidate **out, int32_t *n);
+
+/* The user took candidate i of the last decision (of the last poll in the asynchronous form): learned into
+ * the user dictionary (unless sensitive). The caller then passes the new text with set_text as usual; a
+ * synchronous session has already computed the prompt of the likely new text (the candidate in place, then
+ * a space), so that keystroke costs no prompt tokens. */
+LAYA_API laya_status laya_session_accept(laya_session *s, int32_t i);
+
+/* The user typed text (a word or phrase, without help): learned into the user dictionary like an accepted
+ * candidate (unless sensitive; a no-op without params.user_dict). The user's words that complete a typed
+ * prefix are offered when the model does not offer them. Writes the dictionary file: not for the
+ * keystroke path's latency budget (call it when a word is finished, or from another thread's queue). */
+LAYA_API laya_status laya_session_learn(laya_session *s, const char *text, size_t len);
+
+/* Replace the calibration map: n points (x[i] increasing, y[i] non-decreasing, all in [0, 1]), 2..64;
+ * n == 0 restores the identity. Copied. */
+LAYA_API laya_status laya_session_set_calibration(laya_session *s, const float *x, const float *y, int32_t n);
+
+LAYA_API void laya_session_get_stats(const laya_session *s, laya_session_stats *out);
+
+/* Asynchronous form (params.async = 1). submit copies the text and returns at once; the worker runs
+ * set_text + suggest. A newer submit cancels the pending decision (it returns early, and its result is
+ * dropped). The callback, if any, runs on the worker thread with the candidates (valid during the call
+ * only); poll reports *ready = 1 with the result of the newest submit once it is done (valid until the
+ * next submit or poll). While a decision may be running only submit, poll, cancel and free may be called. */
+typedef void (*laya_suggest_cb)(void *user, const laya_candidate *cands, int32_t n);
+LAYA_API laya_status laya_session_submit(laya_session *s, const char *before, size_t before_len,
+                                         const char *after, size_t after_len, laya_suggest_cb cb, void *user);
+LAYA_API laya_status laya_session_poll(laya_session *s, int *ready, const laya_candidate **out, int32_t *n);
+/* Cancel the pending decision and wait until the worker is idle. */
+LAYA_API void laya_session_cancel(laya_session *s);
 
 #ifdef __cplusplus
 }

@@ -3,7 +3,9 @@
  * context is created; laya_decode never allocates. Matrix products are split by rows over the pool. */
 #include <math.h>
 #include <stdio.h>
+#include <time.h>
 
+#include "fwprof.h"
 #include "model.h"
 
 struct laya_context {
@@ -19,15 +21,51 @@ struct laya_context {
     float *x, *xn, *q, *k, *v, *att, *gate, *up;
     void *act;          /* quantized activations, (max_batch, act_row_cap) */
     size_t act_row_cap;
-    float *scores;      /* (n_threads, max_kv) */
+    float *scores;      /* (n_threads, n_head / n_head_kv, max_kv) attention scores */
     int32_t *pos;       /* (max_batch) position of each batch token */
     int32_t *logit_row; /* (max_batch) row in logits, or -1 */
-    int32_t *out_idx;   /* (max_logits) batch index of each logits row */
+    int32_t *hid_row;   /* (max_batch) row in hid (a row that asked for logits or its hidden state), or -1 */
+    int32_t *out_idx;   /* (max_logits) batch index of each hid row */
+    float *hid;         /* (max_logits, n_embd) final normalised hidden states, for laya_get_logits_subset */
     float *logits;      /* (max_logits, n_vocab) */
     int32_t n_out;
     int32_t last_n;
+    int prof;                 /* fwprof.h: per-phase timing on */
+    double prof_ms[FP_N], prof_t;
+    int64_t prof_n;
     char err[LAYA_ERR_MSG_MAX];
 };
+
+const char *const fw_prof_names[FP_N] = {"q/k/v matmuls", "attention (with RoPE, KV writes)", "attn output matmul",
+                                         "gate/up matmuls (with SiLU)", "down matmul", "output layer",
+                                         "rest (embed, norms, residuals)", "sync wait (inside the above)"};
+
+static double prof_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Adds the time since the last mark to phase ph. */
+static inline void prof_mark(laya_context *c, int ph) {
+    if (!c->prof) return;
+    double t = prof_now();
+    c->prof_ms[ph] += t - c->prof_t;
+    c->prof_t = t;
+}
+
+void fw_profile_enable(laya_context *c, int on) {
+    c->prof = on;
+    memset(c->prof_ms, 0, sizeof c->prof_ms);
+    c->prof_n = 0;
+    lp_profile(c->pool, on);
+}
+
+void fw_profile_read(const laya_context *c, double ms[FP_N], int64_t *n_decodes) {
+    memcpy(ms, c->prof_ms, sizeof c->prof_ms);
+    ms[FP_SYNC] = (double)lp_wait_ns(c->pool) / 1e6;
+    *n_decodes = c->prof_n;
+}
 
 laya_context_params laya_context_default_params(void) {
     laya_context_params p = {.n_seq = 1, .max_kv_size = 512, .max_batch = 512, .max_logits = 8};
@@ -40,7 +78,7 @@ void laya_context_free(laya_context *c) {
     if (!c) return;
     lp_free(c->pool);
     void *bufs[] = {c->seq_len, c->kcache, c->vcache, c->rope_cs, c->x, c->xn, c->q, c->k, c->v, c->att,
-                    c->gate, c->up, c->act, c->scores, c->pos, c->logit_row, c->out_idx, c->logits};
+                    c->gate, c->up, c->act, c->scores, c->pos, c->logit_row, c->hid_row, c->out_idx, c->hid, c->logits};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) laya_free(bufs[i]);
     laya_free(c);
 }
@@ -88,14 +126,17 @@ laya_status laya_context_create(const laya_model *m, laya_context_params p, laya
     c->gate = alloc_f32(B, h->n_ff);
     c->up = alloc_f32(B, h->n_ff);
     c->act = alloc_f32(B, (uint64_t)kmax);
-    c->scores = alloc_f32((uint64_t)lp_n_threads(c->pool), (uint64_t)p.max_kv_size);
+    c->scores = alloc_f32((uint64_t)lp_n_threads(c->pool) * (uint64_t)(h->n_head / h->n_head_kv),
+                          (uint64_t)p.max_kv_size);
     c->pos = laya_calloc(B, sizeof(int32_t));
     c->logit_row = laya_calloc(B, sizeof(int32_t));
+    c->hid_row = laya_calloc(B, sizeof(int32_t));
     c->out_idx = laya_calloc((size_t)p.max_logits, sizeof(int32_t));
+    c->hid = alloc_f32((uint64_t)p.max_logits, (uint64_t)h->n_embd);
     c->logits = alloc_f32((uint64_t)p.max_logits, (uint64_t)h->n_vocab);
     if (!c->seq_len || !c->kcache || !c->vcache || !c->rope_cs || !c->x || !c->xn || !c->q || !c->k || !c->v ||
-        !c->att || !c->gate || !c->up || !c->act || !c->scores || !c->pos || !c->logit_row || !c->out_idx ||
-        !c->logits)
+        !c->att || !c->gate || !c->up || !c->act || !c->scores || !c->pos || !c->logit_row || !c->hid_row ||
+        !c->out_idx || !c->hid || !c->logits)
         goto oom;
     /* RoPE table. Frequencies in float32 as transformers computes them; angles in double. */
     int half = h->head_dim / 2;
@@ -155,6 +196,66 @@ const float *laya_get_logits(const laya_context *c, int32_t i) {
     return c->logits + (size_t)c->logit_row[i] * c->m->hp.n_vocab;
 }
 
+typedef struct subset_job {
+    const laya_context *c;
+    const laya_token *ids;
+    int32_t n;
+    const void *act; /* the hidden row in the output matrix's activation format (or F32 for MLX) */
+    float *out;
+} subset_job;
+
+/* Chunks of ids; each id is a one-row product through the same kernel as the full output layer, so the
+ * values equal the full logits up to summation order (and in practice bit for bit). */
+static void subset_worker(void *arg, int chunk, int n_chunks, int tid) {
+    (void)tid;
+    subset_job *j = arg;
+    const lm_mat *w = &j->c->m->output;
+    const kn_ops *kn = j->c->m->kn;
+    int32_t k0 = (int32_t)((int64_t)j->n * chunk / n_chunks);
+    int32_t k1 = (int32_t)((int64_t)j->n * (chunk + 1) / n_chunks);
+    size_t rb = w->mlx_bits ? 0 : kn_act_row_bytes(w->type, w->cols);
+    for (int32_t k = k0; k < k1; k++) {
+        size_t r = (size_t)j->ids[k];
+        /* The matrix is passed from row r on, as a one-row matrix, so the result lands in out[k]. */
+        if (w->mlx_bits) {
+            size_t sb = r * (size_t)(w->cols / w->mlx_group) * (w->sb_type == QT_F32 ? 4 : 2);
+            kn->matmul_mlx(w->mlx_bits, w->mlx_group, (const uint32_t *)((const char *)w->data + r * w->row_bytes),
+                           (const char *)w->scales + sb, (const char *)w->biases + sb, w->sb_type, j->act,
+                           (size_t)w->cols, 1, w->cols, 0, 1, j->out + k, 1);
+        } else {
+            kn->matmul(w->type, (const char *)w->data + r * w->row_bytes, w->row_bytes, j->act, rb, 1, w->cols, 0, 1,
+                       j->out + k, 1);
+        }
+    }
+}
+
+laya_status laya_get_logits_subset(laya_context *c, int32_t i, const laya_token *ids, int32_t n, float *out) {
+    if (!c) return LAYA_ERR_INVALID_ARG;
+    if (i < 0 || i >= c->last_n || c->hid_row[i] < 0)
+        return laya_err(c->err, sizeof c->err, LAYA_ERR_INVALID_ARG,
+                        "logits subset: row %d of the last batch did not ask for logits or its hidden state", i);
+    if (n < 0 || (n > 0 && (!ids || !out)))
+        return laya_err(c->err, sizeof c->err, LAYA_ERR_INVALID_ARG, "logits subset: n %d, ids or out NULL", n);
+    const lm_mat *w = &c->m->output;
+    for (int32_t k = 0; k < n; k++)
+        if (ids[k] < 0 || ids[k] >= w->rows)
+            return laya_err(c->err, sizeof c->err, LAYA_ERR_INVALID_ARG,
+                            "logits subset: id %d (index %d) out of range [0, %d)", ids[k], k, (int)w->rows);
+    if (n == 0) return LAYA_OK;
+    const float *hrow = c->hid + (size_t)c->hid_row[i] * c->m->hp.n_embd;
+    const void *act = hrow;
+    if (!w->mlx_bits) { /* act is free between decodes */
+        c->m->kn->quantize_act(w->type, hrow, c->act, w->cols);
+        act = c->act;
+    }
+    subset_job j = {.c = c, .ids = ids, .n = n, .act = act, .out = out};
+    /* A one-row product costs about a row's bytes of memory traffic: below a few hundred ids the pool's
+     * wake-up costs more than it saves. */
+    int n_chunks = n < 256 ? 1 : (int)LAYA_MIN((int64_t)lp_n_threads(c->pool) * 4, n / 64);
+    lp_run(c->pool, subset_worker, &j, n_chunks);
+    return LAYA_OK;
+}
+
 /* ---- parallel pieces ------------------------------------------------------------------------------ */
 
 /* Up to three matrices with the same input (q/k/v, gate/up) in one pool job: fewer synchronisations. */
@@ -168,7 +269,10 @@ typedef struct mm_job {
     size_t act_rb;
     const float *x;    /* F32 activations (MLX weights) */
     int B;
+    int swiglu;        /* y[0] = silu(y[0]) * y[1] on each chunk's rows once both are computed */
 } mm_job;
+
+static inline float silu_mul(float g, float u) { return g / (1.0f + expf(-g)) * u; }
 
 static void mm_worker(void *arg, int chunk, int n_chunks, int tid) {
     (void)tid;
@@ -186,12 +290,20 @@ static void mm_worker(void *arg, int chunk, int n_chunks, int tid) {
         else
             j->kn->matmul(w->type, w->data, w->row_bytes, j->act, j->act_rb, j->B, w->cols, r0, r1, j->y[i],
                           j->ldy[i]);
+        /* The FFN activation, fused here so that it runs on every thread while the rows are in cache. */
+        if (j->swiglu && i == 1)
+            for (int b = 0; b < j->B; b++) {
+                float *g = j->y[0] + (size_t)b * j->ldy[0];
+                const float *u = j->y[1] + (size_t)b * j->ldy[1];
+                for (int64_t r = r0; r < r1; r++) g[r] = silu_mul(g[r], u[r]);
+            }
     }
 }
 
-/* y_i = x · W_iᵀ for the n matrices (all with the same type class and K). */
+/* y_i = x · W_iᵀ for the n matrices (all with the same type class and K). swiglu (n == 2, gate and up):
+ * then y_0 = silu(y_0) * y_1. */
 static void matmul_multi(laya_context *c, int n, const lm_mat *const *w, float *const *y, const size_t *ldy,
-                         const float *x, int B) {
+                         const float *x, int B, int swiglu) {
     const kn_ops *kn = c->m->kn;
     int64_t K = w[0]->cols;
     /* MLX weights take F32 activations; the GGUF types take them converted once for all matrices. */
@@ -206,7 +318,13 @@ static void matmul_multi(laya_context *c, int n, const lm_mat *const *w, float *
          * the formats all have different row sizes, so the size identifies the format. */
         if ((w[i]->mlx_bits ? 0 : kn_act_row_bytes(w[i]->type, K)) != rb) {
             lp_run(c->pool, mm_worker, &j, n_chunks);
-            matmul_multi(c, n - i, w + i, y + i, ldy + i, x, B);
+            matmul_multi(c, n - i, w + i, y + i, ldy + i, x, B, 0);
+            if (swiglu) /* gate and up in different formats: the activation in a pass of its own */
+                for (int b = 0; b < B; b++) {
+                    float *g = y[0] + (size_t)b * ldy[0];
+                    const float *u = y[1] + (size_t)b * ldy[1];
+                    for (int64_t r = 0; r < w[0]->rows; r++) g[r] = silu_mul(g[r], u[r]);
+                }
             return;
         }
         j.w[j.n] = w[i];
@@ -214,6 +332,7 @@ static void matmul_multi(laya_context *c, int n, const lm_mat *const *w, float *
         j.ldy[j.n] = ldy[i];
         j.n++;
     }
+    j.swiglu = swiglu;
     lp_run(c->pool, mm_worker, &j, n_chunks);
 }
 
@@ -221,45 +340,60 @@ static void matmul1(laya_context *c, const lm_mat *w, float *y, size_t ldy, cons
     const lm_mat *ws[1] = {w};
     float *ys[1] = {y};
     size_t ls[1] = {ldy};
-    matmul_multi(c, 1, ws, ys, ls, x, B);
+    matmul_multi(c, 1, ws, ys, ls, x, B, 0);
 }
 
 typedef struct att_job {
     laya_context *c;
     int layer, n;
     const int32_t *seq;
+    int heads_per_task;
 } att_job;
 
+/* A task is one batch token, one KV head and a slice of the query heads that share it (all of them unless
+ * there are too few tasks for the threads). The slice's scores against every cached key are one F32 matrix
+ * product (the keys are the weight rows, the query heads the activation rows), so each key is read once
+ * for all the heads of the slice; the values are then summed per head, each value row read once. */
 static void att_worker(void *arg, int chunk, int n_chunks, int tid) {
     att_job *j = arg;
     laya_context *c = j->c;
     const lm_hparams *h = &c->m->hp;
     const kn_ops *kn = c->m->kn;
-    int hd = h->head_dim, group = h->n_head / h->n_head_kv;
-    int64_t tasks = (int64_t)j->n * h->n_head;
+    const int hd = h->head_dim, group = h->n_head / h->n_head_kv, hs = j->heads_per_task;
+    const int slices = (group + hs - 1) / hs;
+    const size_t mkv = (size_t)c->p.max_kv_size;
+    int64_t tasks = (int64_t)j->n * h->n_head_kv * slices;
     int64_t t0 = tasks * chunk / n_chunks, t1 = tasks * (chunk + 1) / n_chunks;
-    float *sc = c->scores + (size_t)tid * c->p.max_kv_size;
-    float scale = 1.0f / sqrtf((float)hd);
+    float *sc = c->scores + (size_t)tid * group * mkv; /* (hs, max_kv) */
+    const float scale = 1.0f / sqrtf((float)hd);
     for (int64_t t = t0; t < t1; t++) {
-        int i = (int)(t / h->n_head), hh = (int)(t % h->n_head), g = hh / group;
+        int i = (int)(t / ((int64_t)h->n_head_kv * slices)), r = (int)(t % ((int64_t)h->n_head_kv * slices));
+        int g = r / slices, h0 = g * group + (r % slices) * hs, nh = LAYA_MIN(hs, (g + 1) * group - h0);
         int s = j->seq[i], npos = c->pos[i] + 1; /* causal: positions 0..pos[i] */
-        const float *q = c->q + (size_t)i * h->n_head * hd + (size_t)hh * hd;
+        const float *q = c->q + (size_t)i * h->n_head * hd + (size_t)h0 * hd;
         const float *kb = c->kcache + cache_off(c, j->layer, s, 0) + (size_t)g * hd;
         const float *vb = c->vcache + cache_off(c, j->layer, s, 0) + (size_t)g * hd;
-        float mx = -INFINITY;
-        for (int p = 0; p < npos; p++) {
-            sc[p] = kn->dot_f32(q, kb + (size_t)p * c->kv_dim, hd) * scale;
-            if (sc[p] > mx) mx = sc[p];
+        kn->matmul(QT_F32, kb, (size_t)c->kv_dim * sizeof(float), q, (size_t)hd * sizeof(float), nh, hd, 0, npos, sc,
+                   mkv);
+        float *o = c->att + (size_t)i * h->n_head * hd + (size_t)h0 * hd;
+        for (int b = 0; b < nh; b++) {
+            float *sb = sc + (size_t)b * mkv, mx = -INFINITY, sum = 0.0f;
+            for (int p = 0; p < npos; p++) {
+                sb[p] *= scale;
+                if (sb[p] > mx) mx = sb[p];
+            }
+            for (int p = 0; p < npos; p++) {
+                sb[p] = expf(sb[p] - mx);
+                sum += sb[p];
+            }
+            float inv = 1.0f / sum;
+            for (int p = 0; p < npos; p++) sb[p] *= inv;
+            memset(o + (size_t)b * hd, 0, (size_t)hd * sizeof(float));
         }
-        float sum = 0.0f;
         for (int p = 0; p < npos; p++) {
-            sc[p] = expf(sc[p] - mx);
-            sum += sc[p];
+            const float *v = vb + (size_t)p * c->kv_dim;
+            for (int b = 0; b < nh; b++) kn->axpy_f32(o + (size_t)b * hd, sc[(size_t)b * mkv + p], v, hd);
         }
-        float inv = 1.0f / sum;
-        float *o = c->att + (size_t)i * h->n_head * hd + (size_t)hh * hd;
-        memset(o, 0, (size_t)hd * sizeof(float));
-        for (int p = 0; p < npos; p++) kn->axpy_f32(o, sc[p] * inv, vb + (size_t)p * c->kv_dim, hd);
     }
 }
 
@@ -290,13 +424,14 @@ laya_status laya_decode(laya_context *c, laya_batch bt) {
     const laya_model *m = c->m;
     const lm_hparams *h = &m->hp;
     int n = bt.n;
+    if (c->prof) c->prof_t = prof_now(), c->prof_n++;
     if (n < 1 || !bt.tokens || !bt.seq)
         return laya_err(c->err, sizeof c->err, LAYA_ERR_INVALID_ARG, "empty batch or NULL arrays");
     if (n > c->p.max_batch)
         return laya_err(c->err, sizeof c->err, LAYA_ERR_CAPACITY, "batch of %d tokens exceeds max_batch %d", n,
                         c->p.max_batch);
     /* Validate everything and assign positions before touching any state. */
-    int n_out = 0;
+    int n_out = 0, n_full = 0;
     for (int i = 0; i < n; i++) {
         int s = bt.seq[i];
         if (s < 0 || s >= c->p.n_seq)
@@ -310,21 +445,22 @@ laya_status laya_decode(laya_context *c, laya_batch bt) {
             return laya_err(c->err, sizeof c->err, LAYA_ERR_CAPACITY,
                             "sequence %d would grow past max_kv_size %d", s, c->p.max_kv_size);
         c->pos[i] = p;
-        int want;
+        int want; /* 0: nothing, LAYA_WANT_LOGITS, or LAYA_WANT_HIDDEN */
         if (bt.want_logits) {
-            want = bt.want_logits[i] != 0;
+            want = bt.want_logits[i] == LAYA_WANT_HIDDEN ? LAYA_WANT_HIDDEN : bt.want_logits[i] != 0;
         } else {
             want = 1;
             for (int k = i + 1; k < n; k++) want &= bt.seq[k] != s;
         }
-        c->logit_row[i] = -1;
+        c->hid_row[i] = -1;
         if (want) {
             if (n_out == c->p.max_logits)
                 return laya_err(c->err, sizeof c->err, LAYA_ERR_CAPACITY, "more than max_logits %d outputs requested",
                                 c->p.max_logits);
             c->out_idx[n_out] = i;
-            c->logit_row[i] = n_out++;
+            c->hid_row[i] = n_out++;
         }
+        c->logit_row[i] = want == LAYA_WANT_LOGITS ? n_full++ : -1;
     }
     c->n_out = n_out;
     c->last_n = n;
@@ -347,12 +483,14 @@ laya_status laya_decode(laya_context *c, laya_batch bt) {
         const lm_layer *L = &m->layers[il];
         /* attention */
         for (int i = 0; i < n; i++) rms_norm(c->xn + (size_t)i * d, c->x + (size_t)i * d, L->attn_norm, d, h->norm_eps);
+        prof_mark(c, FP_REST);
         {
             const lm_mat *ws[3] = {&L->wq, &L->wk, &L->wv};
             float *ys[3] = {c->q, c->k, c->v};
             size_t ls[3] = {(size_t)qd, (size_t)kvd, (size_t)kvd};
-            matmul_multi(c, 3, ws, ys, ls, c->xn, n);
+            matmul_multi(c, 3, ws, ys, ls, c->xn, n, 0);
         }
+        prof_mark(c, FP_QKV);
         for (int i = 0; i < n; i++) {
             float *q = c->q + (size_t)i * qd, *k = c->k + (size_t)i * kvd, *v = c->v + (size_t)i * kvd;
             if (L->bq) {
@@ -373,10 +511,23 @@ laya_status laya_decode(laya_context *c, laya_batch bt) {
             memcpy(c->kcache + off, k, (size_t)kvd * sizeof(float));
             memcpy(c->vcache + off, v, (size_t)kvd * sizeof(float));
         }
-        att_job aj = {.c = c, .layer = il, .n = n, .seq = bt.seq};
-        int64_t tasks = (int64_t)n * h->n_head;
-        lp_run(c->pool, att_worker, &aj, (int)LAYA_MIN(tasks, (int64_t)lp_n_threads(c->pool) * 4));
+        {
+            /* whole query-head groups per task, unless that leaves fewer than two tasks per thread */
+            int group = h->n_head / h->n_head_kv, nt = lp_n_threads(c->pool), hs = group;
+            int64_t kv_tasks = (int64_t)n * h->n_head_kv;
+            if (kv_tasks < 2 * nt) {
+                int64_t slices = LAYA_MIN((int64_t)group, (2 * nt + kv_tasks - 1) / kv_tasks);
+                hs = (int)((group + slices - 1) / slices);
+            }
+            att_job aj = {.c = c, .layer = il, .n = n, .seq = bt.seq, .heads_per_task = hs};
+            int64_t tasks = kv_tasks * ((group + hs - 1) / hs);
+            /* Causal attention: a prefill's last tokens cost the most, so chunks are small enough that the
+             * heaviest, claimed last, leaves little imbalance. */
+            lp_run(c->pool, att_worker, &aj, (int)LAYA_MIN(tasks, (int64_t)nt * 16));
+        }
+        prof_mark(c, FP_ATTN);
         matmul1(c, &L->wo, c->xn, (size_t)d, c->att, n);
+        prof_mark(c, FP_WO);
         for (size_t e = 0; e < (size_t)n * d; e++) c->x[e] += c->xn[e];
 
         /* feed-forward: down(silu(gate(x)) * up(x)) */
@@ -385,22 +536,31 @@ laya_status laya_decode(laya_context *c, laya_batch bt) {
             const lm_mat *ws[2] = {&L->w_gate, &L->w_up};
             float *ys[2] = {c->gate, c->up};
             size_t ls[2] = {(size_t)ff, (size_t)ff};
-            matmul_multi(c, 2, ws, ys, ls, c->xn, n);
+            prof_mark(c, FP_REST);
+            matmul_multi(c, 2, ws, ys, ls, c->xn, n, 1); /* c->gate = silu(gate) * up */
         }
-        for (size_t e = 0; e < (size_t)n * ff; e++) {
-            float g = c->gate[e];
-            c->gate[e] = g / (1.0f + expf(-g)) * c->up[e];
-        }
+        prof_mark(c, FP_GATEUP);
         matmul1(c, &L->w_down, c->xn, (size_t)d, c->gate, n);
+        prof_mark(c, FP_DOWN);
         for (size_t e = 0; e < (size_t)n * d; e++) c->x[e] += c->xn[e];
     }
 
-    /* Output layer only for the rows that asked for logits. */
-    if (n_out > 0) {
-        for (int r = 0; r < n_out; r++)
-            rms_norm(c->xn + (size_t)r * d, c->x + (size_t)c->out_idx[r] * d, m->output_norm, d, h->norm_eps);
-        matmul1(c, &m->output, c->logits, (size_t)h->n_vocab, c->xn, n_out);
+    /* Output layer only for the rows that asked for logits; rows that asked for their hidden state keep it
+     * (in hid) for laya_get_logits_subset. */
+    prof_mark(c, FP_REST);
+    for (int r = 0; r < n_out; r++)
+        rms_norm(c->hid + (size_t)r * d, c->x + (size_t)c->out_idx[r] * d, m->output_norm, d, h->norm_eps);
+    if (n_full > 0) {
+        const float *src = c->hid;
+        if (n_full < n_out) { /* gather the full-logits rows, in order, into contiguous scratch */
+            for (int r = 0, k = 0; r < n_out; r++)
+                if (c->logit_row[c->out_idx[r]] >= 0)
+                    memcpy(c->xn + (size_t)k++ * d, c->hid + (size_t)r * d, (size_t)d * sizeof(float));
+            src = c->xn;
+        }
+        matmul1(c, &m->output, c->logits, (size_t)h->n_vocab, src, n_full);
     }
+    prof_mark(c, FP_OUT);
     for (int i = 0; i < n; i++)
         if (c->pos[i] + 1 > c->seq_len[bt.seq[i]]) c->seq_len[bt.seq[i]] = c->pos[i] + 1;
     return LAYA_OK;

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <time.h>
 
 #include "common.h"
 
@@ -25,6 +26,8 @@ struct lp_pool {
     atomic_int sleepers;
     lp_fn fn;
     void *arg;
+    int prof;
+    int64_t wait_ns;
 };
 
 typedef struct { lp_pool *p; int tid; } worker_arg;
@@ -142,9 +145,22 @@ void lp_run(lp_pool *p, lp_fn fn, void *arg, int n_chunks) {
         pthread_mutex_unlock(&p->mu);
     }
     work(p, gen, 0);
+    struct timespec t0, t1;
+    if (p->prof) clock_gettime(CLOCK_MONOTONIC, &t0);
     /* Chunks still running elsewhere: wait, yielding if the runner seems descheduled. */
     for (int spins = 0; atomic_load_explicit(&p->done, memory_order_acquire) < n_chunks; spins++) {
         if (spins < SPIN_PAUSE) cpu_relax();
         else sched_yield();
     }
+    if (p->prof) {
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        p->wait_ns += (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
+    }
 }
+
+void lp_profile(lp_pool *p, int on) {
+    p->prof = on;
+    p->wait_ns = 0;
+}
+
+int64_t lp_wait_ns(const lp_pool *p) { return p->wait_ns; }

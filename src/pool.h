@@ -20,5 +20,8 @@ int lp_n_threads(const lp_pool *p);
 /* Run every chunk of [0, n_chunks) (1 <= n_chunks <= LP_MAX_CHUNKS) and return when all are done.
  * The caller thread works too. Never allocates. */
 void lp_run(lp_pool *p, lp_fn fn, void *arg, int n_chunks);
+/* Profiling (fwprof.h): when on, lp_run adds the nanoseconds the caller waits for other threads. */
+void lp_profile(lp_pool *p, int on);
+int64_t lp_wait_ns(const lp_pool *p);
 
 #endif

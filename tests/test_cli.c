@@ -363,7 +363,6 @@ static void test_errors(void) {
     const char *cases[][2] = {
         {"", NULL},
         {"frobnicate", NULL},
-        {"info", NULL},
         {"info -m", NULL},
         {"info -m %s --bogus", "model"},
         {"info -m %s", "nonexist"},
@@ -387,7 +386,7 @@ static void test_errors(void) {
         {"run -m %s -p hi", "garbage"},
         {"bench -m %s --reps 0", "model"},
         {"bench -m %s --json", "nonexist"},
-        {"bench", NULL},
+        {"bench --reps 0", NULL},
         {"quantize", NULL},
         {"quantize %s OUT Q5_K", "model"},
         {"quantize %s OUT bogus", "model"},
@@ -438,6 +437,25 @@ static void test_errors(void) {
     result_free(&r);
 }
 
+/* Without -m, commands use the shipped model (tests run from the repository root); $LAYA_MODEL overrides
+ * it, and a missing default is a clear error. */
+static void test_default_model(void) {
+    result r = run_laya(NULL, "info --json");
+    CHECK(r.code == 0 && strstr(r.out, "16384"), "laya info (default model): exit %d, '%.200s' '%.200s'", r.code,
+          r.out, r.err);
+    result_free(&r);
+    setenv("LAYA_MODEL", "/nonexistent/model.gguf", 1);
+    r = run_laya(NULL, "info");
+    CHECK(r.code == 1 && !r.crashed && strstr(r.err, "/nonexistent/model.gguf"), "LAYA_MODEL missing: exit %d '%.200s'",
+          r.code, r.err);
+    result_free(&r);
+    setenv("LAYA_MODEL", g_model, 1);
+    r = run_laya(NULL, "info");
+    CHECK(r.code == 0 && strstr(r.out, g_model), "LAYA_MODEL: exit %d '%.200s'", r.code, r.out);
+    result_free(&r);
+    unsetenv("LAYA_MODEL");
+}
+
 int main(int argc, char **argv) {
     (void)argc;
     /* argv[0] is BUILD/tests/test_cli: the binary under test is BUILD/laya, whatever BUILD is (asan too) */
@@ -474,6 +492,7 @@ int main(int argc, char **argv) {
     test_synth();
     test_bench();
     test_errors();
+    test_default_model();
 
     laya_model_free(m);
     char p[1300];

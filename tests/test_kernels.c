@@ -245,6 +245,15 @@ static void test_matmul(void) {
     /* K beyond one chunk of converted activation scales */
     check_case(QT_Q8_0, 16480, 5, 9, 0, 5);
     check_case(QT_Q4_0, 16480, 5, 3, 1, 4);
+    /* prefill-sized batches (the AVX-512 16-row panel path): partial panels, ranges off the 16-row grid,
+     * several K chunks, more activation rows than one shared panel serves */
+    for (int q = 0; q < 2; q++) {
+        uint32_t t = q ? QT_Q8_0 : QT_Q4_0;
+        check_case(t, 4864, 40, 20, 3, 37);
+        check_case(t, 2080, 33, 16, 0, 33);
+        check_case(t, 96, 17, 70, 1, 17);
+    }
+    check_case(QT_Q8_0, 16480, 5, 18, 0, 5);
     /* empty ranges write nothing */
     check_case(QT_Q4_0, 64, 3, 2, 2, 2);
     check_case(QT_Q6_K, 256, 3, 2, 3, 3);

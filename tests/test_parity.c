@@ -6,6 +6,75 @@
 #include "parity.h"
 
 
+/* The focused output layer: rows decoded with LAYA_WANT_HIDDEN have no full logits, and
+ * laya_get_logits_subset gives, for any ids (in any order, repeated), the values the full output layer
+ * gives for the same row, without allocating; bad arguments get clear status codes. */
+static void check_subset(const char *label, laya_context *c, int V, const ref_t *r) {
+    enum { N = 12 };
+    static laya_token toks[N], ids[1 << 18];
+    static int32_t seqs[N];
+    static int8_t want[N];
+    static float full[N][1 << 18], sub[1 << 18];
+    if (V + 7 > (1 << 18)) return;
+    for (int i = 0; i < N; i++) { toks[i] = r->ids[0][i]; seqs[i] = 0; want[i] = 1; }
+    laya_seq_truncate(c, 0, 0);
+    laya_status st = laya_decode(c, (laya_batch){N, toks, seqs, want});
+    CHECK(st == LAYA_OK, "%s subset: %s", label, laya_context_error(c));
+    if (st) return;
+    for (int i = 0; i < N; i++) memcpy(full[i], laya_get_logits(c, i), (size_t)V * sizeof(float));
+    /* The same batch again: rows 1, 4, 5, 9 and 11 hidden only, 0 and 7 full, the rest nothing. */
+    for (int i = 0; i < N; i++) want[i] = (i == 1 || i == 4 || i == 5 || i == 9 || i == 11) ? LAYA_WANT_HIDDEN : (i == 0 || i == 7);
+    laya_seq_truncate(c, 0, 0);
+    st = laya_decode(c, (laya_batch){N, toks, seqs, want});
+    CHECK(st == LAYA_OK, "%s subset: %s", label, laya_context_error(c));
+    if (st) return;
+    /* every id in a scrambled order, with repeats */
+    uint32_t x = 12345;
+    int n = V + 7;
+    for (int k = 0; k < n; k++) { x = x * 1103515245u + 12345u; ids[k] = k < V ? (laya_token)((k * 7919L) % V) : (laya_token)(x % (uint32_t)V); }
+    int bad = 0;
+    double max_err = 0;
+    for (int i = 0; i < N; i++) {
+        const float *lg = laya_get_logits(c, i);
+        if (want[i] != 1) CHECK(lg == NULL, "%s: row %d (want %d) has full logits", label, i, want[i]);
+        else CHECK(lg && !memcmp(lg, full[i], (size_t)V * sizeof(float)), "%s: row %d full logits changed", label, i);
+        if (!want[i]) {
+            CHECK(laya_get_logits_subset(c, i, ids, 1, sub) == LAYA_ERR_INVALID_ARG, "%s: subset of row %d without output", label, i);
+            continue;
+        }
+        ta_install(0);
+        st = laya_get_logits_subset(c, i, ids, n, sub);
+        long allocs = ta_count;
+        laya_set_alloc_hooks(NULL);
+        CHECK(st == LAYA_OK, "%s: subset row %d: %s", label, i, laya_context_error(c));
+        CHECK(allocs == 0, "laya_get_logits_subset allocated %ld times", allocs);
+        for (int k = 0; k < n; k++) {
+            double ref = full[i][ids[k]], e = fabs(sub[k] - ref);
+            if (e > max_err) max_err = e;
+            bad += e > 1e-4 * (1 + fabs(ref));
+        }
+    }
+    CHECK(bad == 0, "%s: %d subset logits differ from the full ones (max %.3g)", label, bad, max_err);
+    /* A few ids only, and n == 0. */
+    laya_token few[3] = {V - 1, 0, V / 2};
+    CHECK(laya_get_logits_subset(c, 4, few, 3, sub) == LAYA_OK, "%s: subset of 3", label);
+    CHECK(fabsf(sub[0] - full[4][V - 1]) <= 1e-4f * (1 + fabsf(full[4][V - 1])) &&
+          fabsf(sub[2] - full[4][V / 2]) <= 1e-4f * (1 + fabsf(full[4][V / 2])), "%s: subset of 3 differs", label);
+    CHECK(laya_get_logits_subset(c, 4, NULL, 0, NULL) == LAYA_OK, "%s: empty subset", label);
+    /* Bad arguments. */
+    laya_token bad_id[2] = {1, V};
+    CHECK(laya_get_logits_subset(NULL, 0, few, 1, sub) == LAYA_ERR_INVALID_ARG, "NULL context");
+    CHECK(laya_get_logits_subset(c, -1, few, 1, sub) == LAYA_ERR_INVALID_ARG, "row -1");
+    CHECK(laya_get_logits_subset(c, N, few, 1, sub) == LAYA_ERR_INVALID_ARG, "row past the batch");
+    CHECK(laya_get_logits_subset(c, 4, NULL, 1, sub) == LAYA_ERR_INVALID_ARG, "NULL ids");
+    CHECK(laya_get_logits_subset(c, 4, few, 1, NULL) == LAYA_ERR_INVALID_ARG, "NULL out");
+    CHECK(laya_get_logits_subset(c, 4, few, -1, sub) == LAYA_ERR_INVALID_ARG, "negative n");
+    CHECK(laya_get_logits_subset(c, 4, bad_id, 2, sub) == LAYA_ERR_INVALID_ARG, "id == n_vocab");
+    bad_id[1] = -1;
+    CHECK(laya_get_logits_subset(c, 4, bad_id, 2, sub) == LAYA_ERR_INVALID_ARG, "id -1");
+    printf("  %-22s subset logits max |diff| %.2e\n", label, max_err);
+}
+
 /* Scores one export of a fixture model against the reference; exact exports also get the KV-cache
  * primitive checks. Returns the top-1 agreement. */
 static double check_model(const char *name, const char *variant, const ref_t *r, int exact) {
@@ -18,6 +87,7 @@ static double check_model(const char *name, const char *variant, const ref_t *r,
     if (!open_model(path, &m, &c)) return 0;
     int V = laya_n_vocab(m);
     double a = check_ref(label, m, c, r, exact);
+    check_subset(label, c, V, r);
     static laya_token toks[MAX_POS];
     static int32_t seqs[MAX_POS];
     static int8_t want[MAX_POS];

@@ -40,7 +40,10 @@ int parse_long(const char *s, long lo, long hi, long *out);
 /* "1,2,3" -> ids (caller frees with free()); spaces allowed after commas. */
 int parse_ids(const char *s, laya_token **ids, size_t *n);
 
-/* Loads a model or prints the loader's message and returns NULL. */
+/* The default model: the one the project ships. */
+#define CLI_DEFAULT_MODEL "laya-typing-q8_0.gguf"
+const char *cli_default_model(char *buf, size_t cap);
+/* Loads a model (path NULL: the default model) or prints the loader's message and returns NULL. */
 laya_model *cli_load(const char *path, int32_t n_threads, int vocab_only);
 
 int cmd_info(int argc, char **argv);

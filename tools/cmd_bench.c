@@ -8,19 +8,22 @@
 #include <time.h>
 
 #include "cli.h"
+#include "fwprof.h"
 #include "json.h"
 
 #define HELP_BENCH                                                                                        \
-    "usage: laya bench -m MODEL [--threads N] [--reps R] [--json]\n"                                      \
+    "usage: laya bench [-m MODEL] [--threads N] [--reps R] [--profile] [--json]\n"                                    \
     "Measures, on one context of 8 sequences:\n"                                                          \
     "  prefill: tokens/s of one batch of 8, 64 and 512 tokens into an empty sequence (R runs each)\n"     \
     "  decode:  ms per step where each of B = 1, 2, 4, 8 sequences, forked from a shared 64-token\n"      \
     "           prefix, gets one new token with logits (max(8, 4R) steps each)\n"                          \
     "  load:    ms for laya_model_load (the first and only load of this process)\n"                      \
     "  memory:  peak RSS in MB (getrusage)\n"                                                             \
+    "  profile: with --profile, mean ms per decode step by phase for B = 1 and 4 (separate runs: the\n"  \
+    "           timing adds a little to each step)\n"                                                    \
     "--threads N sets laya_model_params.n_threads (0 = all CPUs); R defaults to 5. --json prints\n"       \
     "  {\"prefill_tok_s\":{\"8\":x,\"64\":x,\"512\":x},\"decode_ms\":{\"1\":x,\"2\":x,\"4\":x,\"8\":x},\n" \
-    "   \"load_ms\":x,\"peak_rss_mb\":x}   (medians)\n"
+    "   \"load_ms\":x,\"peak_rss_mb\":x[,\"profile\":{\"1\":{PHASE:ms,...},\"4\":{...}}]}   (medians)\n"
 
 static double now_ms(void) {
     struct timespec ts;
@@ -54,7 +57,7 @@ int cmd_bench(int argc, char **argv) {
     argp p = {"bench", argc, argv, 0, 0};
     const char *model = NULL;
     long threads = 0, reps = 5;
-    int json = 0;
+    int json = 0, profile = 0;
     for (p.i = 0; p.i < argc; p.i++) {
         const char *v;
         if (arg_help(&p)) {
@@ -65,10 +68,12 @@ int cmd_bench(int argc, char **argv) {
         else if (arg_int(&p, "-t", "--threads", 0, 64, &threads)) {}
         else if (arg_int(&p, "-r", "--reps", 1, 10000, &reps)) {}
         else if (arg_is(&p, NULL, "--json")) json = 1;
+        else if (arg_is(&p, NULL, "--profile")) profile = 1;
         else if (!p.bad) return cli_usage_error("bench", "unknown argument '%s'", argv[p.i]);
         if (p.bad) return CLI_USAGE;
     }
-    if (!model) return cli_usage_error("bench", "missing -m MODEL");
+    static char defbuf[4200];
+    if (!model) model = cli_default_model(defbuf, sizeof defbuf); /* NULL: cli_load says so */
 
     double t0 = now_ms();
     laya_model *m = cli_load(model, (int32_t)threads, 0);
@@ -154,6 +159,31 @@ int cmd_bench(int argc, char **argv) {
         }
         dec[k] = summarize(samples, steps);
     }
+    /* Per-phase profile: the same decode steps again with timing on (sequences 0..B-1 are at PREFIX + steps
+     * + 1 or less, so they still fit). */
+    static const int k_prof[2] = {1, 4};
+    double prof[2][FP_N] = {{0}};
+    for (int k = 0; profile && k < 2; k++) {
+        int B = k_prof[k];
+        int32_t bseq[N_SEQ];
+        laya_token btok[N_SEQ];
+        for (int j = 0; j < B; j++) {
+            bseq[j] = j;
+            laya_seq_fork(c, 0, j, PREFIX);
+        }
+        laya_seq_truncate(c, 0, PREFIX);
+        for (int j = 0; j < B; j++) btok[j] = tok[j];
+        DECODE(((laya_batch){B, btok, bseq, want}));
+        fw_profile_enable(c, 1);
+        for (int step = 0; step < steps; step++) {
+            for (int j = 0; j < B; j++) btok[j] = tok[(PREFIX + step + 1 + j * 7) % 512];
+            DECODE(((laya_batch){B, btok, bseq, want}));
+        }
+        int64_t nd;
+        fw_profile_read(c, prof[k], &nd);
+        fw_profile_enable(c, 0);
+        for (int f = 0; f < FP_N; f++) prof[k][f] /= (double)(nd ? nd : 1);
+    }
 #undef DECODE
 
     struct rusage ru;
@@ -177,6 +207,14 @@ int cmd_bench(int argc, char **argv) {
         json_buf_num(&b, load_ms);
         json_buf_cstr(&b, ",\"peak_rss_mb\":");
         json_buf_num(&b, rss_mb);
+        for (int k = 0; profile && k < 2; k++) {
+            json_buf_printf(&b, "%s\"%d\":{", k ? "}," : ",\"profile\":{", k_prof[k]);
+            for (int f = 0; f < FP_N; f++) {
+                json_buf_printf(&b, "%s\"%s\":", f ? "," : "", fw_prof_names[f]);
+                json_buf_num(&b, prof[k][f]);
+            }
+            if (k == 1) json_buf_cstr(&b, "}}");
+        }
         json_buf_cstr(&b, "}\n");
     } else {
         json_buf_printf(&b, "model %s, backend %s, %ld reps, %d decode steps\n", model, laya_cpu_backend(), reps,
@@ -194,6 +232,15 @@ int cmd_bench(int argc, char **argv) {
         }
         json_buf_printf(&b, "%-22s %12.1f\n", "load (ms)", load_ms);
         json_buf_printf(&b, "%-22s %12.1f\n", "peak RSS (MB)", rss_mb);
+        if (profile) {
+            json_buf_printf(&b, "decode step by phase (mean ms)  %10s %10s\n", "B=1", "B=4");
+            double tot[2] = {0, 0};
+            for (int f = 0; f < FP_N; f++) {
+                json_buf_printf(&b, "  %-31s %10.3f %10.3f\n", fw_prof_names[f], prof[0][f], prof[1][f]);
+                if (f != FP_SYNC) tot[0] += prof[0][f], tot[1] += prof[1][f];
+            }
+            json_buf_printf(&b, "  %-31s %10.3f %10.3f\n", "total", tot[0], tot[1]);
+        }
     }
     if (json_buf_status(&b)) rc = cli_fail("out of memory");
     else if (fwrite(b.p, 1, b.len, stdout) != b.len || fflush(stdout)) rc = cli_fail("writing to stdout failed");

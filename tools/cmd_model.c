@@ -9,7 +9,7 @@
 #include "json.h"
 
 #define HELP_INFO                                                                                         \
-    "usage: laya info -m MODEL [--json]\n"                                                                \
+    "usage: laya info [-m MODEL] [--json]\n"                                                                \
     "Prints the architecture, shapes, tensor types (count per type), tokenizer, memory use and the CPU\n" \
     "kernel set. --json prints one object:\n"                                                             \
     "  {\"path\",\"name\",\"arch\",\"shape\":{n_vocab,n_embd,n_layer,n_head,n_head_kv,head_dim,n_ff,\n"  \
@@ -19,20 +19,20 @@
     "kv_bytes_per_pos counts keys and values of every layer for one position in an F32 cache.\n"
 
 #define HELP_TOKENIZE                                                                                    \
-    "usage: laya tokenize -m MODEL (-p TEXT | --jsonl)\n"                                                \
+    "usage: laya tokenize [-m MODEL] (-p TEXT | --jsonl)\n"                                                \
     "  -p TEXT   print the ids of TEXT, comma-separated (usable as --ids)\n"                             \
     "  --jsonl   read one JSON string per line on stdin, write one JSON array of ids per line\n"         \
     "No BOS is added; special-token text such as <|endoftext|> is matched. A malformed line stops\n"     \
     "with an error naming the line number.\n"
 
 #define HELP_SCORE                                                                                       \
-    "usage: laya score -m MODEL --ids 1,2,3 [--top K] [--json] [--threads N]\n"                          \
+    "usage: laya score [-m MODEL] --ids 1,2,3 [--top K] [--json] [--threads N]\n"                          \
     "Decodes the ids as one batch and reports, after each input token, the K highest logits (ties by\n" \
     "lower id; K defaults to 10) and the log-sum-exp of all logits. --json prints\n"                     \
     "  {\"positions\":[{\"top_ids\":[...],\"top_logits\":[...],\"logsumexp\":x}, ...]}\n"
 
 #define HELP_RUN                                                                                         \
-    "usage: laya run -m MODEL (-p TEXT | --ids 1,2,3) [-n N] [--json] [--threads N]\n"                   \
+    "usage: laya run [-m MODEL] (-p TEXT | --ids 1,2,3) [-n N] [--json] [--threads N]\n"                   \
     "Greedy continuation (argmax, ties to the lower id) of at most N tokens (default 32), stopping at\n" \
     "EOS (not included). -p text is tokenized with special tokens matched and BOS prepended when the\n"  \
     "model asks for it; --ids are used as given. Without --json the text is streamed; --json prints\n"   \
@@ -64,7 +64,8 @@ static int scan(const char *cmd, const char *help, int argc, char **argv, model_
         else if (!p.bad) return cli_usage_error(cmd, "unknown argument '%s'", argv[p.i]);
         if (p.bad) return CLI_USAGE;
     }
-    if (!o->model) return cli_usage_error(cmd, "missing -m MODEL");
+    static char defbuf[4200];
+    if (!o->model) o->model = cli_default_model(defbuf, sizeof defbuf); /* NULL: cli_load says so */
     return CLI_OK;
 }
 

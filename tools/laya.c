@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "cli.h"
 
 int cli_fail(const char *fmt, ...) {
@@ -112,7 +114,33 @@ int arg_int(argp *p, const char *s, const char *l, long lo, long hi, long *out) 
     return 1;
 }
 
+/* The model a command uses when -m is not given: $LAYA_MODEL, else ./models/laya-typing-q8_0.gguf, else the
+ * same file beside the executable's repository (build/laya -> ../models/). NULL if none exists. */
+const char *cli_default_model(char *buf, size_t cap) {
+    const char *env = getenv("LAYA_MODEL");
+    if (env && *env) return env;
+    snprintf(buf, cap, "models/" CLI_DEFAULT_MODEL);
+    if (access(buf, R_OK) == 0) return buf;
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = 0;
+            snprintf(buf, cap, "%s/../models/" CLI_DEFAULT_MODEL, exe);
+            if (access(buf, R_OK) == 0) return buf;
+        }
+    }
+    return NULL;
+}
+
 laya_model *cli_load(const char *path, int32_t n_threads, int vocab_only) {
+    static char defbuf[4200];
+    if (!path && !(path = cli_default_model(defbuf, sizeof defbuf))) {
+        cli_fail("no model: pass -m MODEL, set LAYA_MODEL, or run from the repository (models/" CLI_DEFAULT_MODEL ")");
+        return NULL;
+    }
     laya_model_params mp = laya_model_default_params();
     mp.n_threads = n_threads;
     mp.vocab_only = vocab_only;
@@ -127,6 +155,10 @@ laya_model *cli_load(const char *path, int32_t n_threads, int vocab_only) {
     return m;
 }
 
+int cmd_suggest(int argc, char **argv); /* cmd_session.c */
+int cmd_eval(int argc, char **argv);
+int cmd_type(int argc, char **argv);
+
 static void usage(FILE *out) {
     fputs("usage: laya <command> [options]   (laya <command> --help for details)\n"
           "\n"
@@ -138,7 +170,10 @@ static void usage(FILE *out) {
           "  bench     -m MODEL [--threads N] [--reps R] [--json]   prefill and decode speed\n"
           "  quantize  IN.gguf OUT.gguf TYPE          re-encode weights (F32, F16, Q8_0, Q4_0)\n"
           "  convert   MODEL_DIR OUT.gguf [--type T]  Hugging Face / MLX directory to GGUF\n"
-          "  synth     --shape NAME -o OUT.gguf --type T [--seed S]   random-weight model\n",
+          "  synth     --shape NAME -o OUT.gguf --type T [--seed S]   random-weight model\n"
+          "  suggest   [-m MODEL] [--mode M] [-k 5] [--json] TEXT   typing candidates for TEXT\n"
+          "  eval      [-m MODEL] --text FILE [-k 3] [--json]      keystroke savings, accuracy, latency\n"
+          "  type      [-m MODEL] [--mode M]                      interactive typing demo (Tab accepts)\n",
           out);
 }
 
@@ -156,7 +191,8 @@ int main(int argc, char **argv) {
         const char *name;
         int (*fn)(int, char **);
     } cmds[] = {{"info", cmd_info},   {"tokenize", cmd_tokenize}, {"score", cmd_score}, {"run", cmd_run},
-                {"bench", cmd_bench}, {"quantize", cmd_quantize}, {"synth", cmd_synth}, {"convert", cmd_convert}};
+                {"bench", cmd_bench}, {"quantize", cmd_quantize}, {"synth", cmd_synth}, {"convert", cmd_convert},
+                {"suggest", cmd_suggest}, {"eval", cmd_eval}, {"type", cmd_type}};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (!strcmp(c, cmds[i].name)) return cmds[i].fn(argc - 2, argv + 2);
     fprintf(stderr, "laya: unknown command '%s'\n", c);

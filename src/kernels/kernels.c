@@ -43,7 +43,7 @@ static uint64_t xcr0(void) {
 }
 
 /* Bit 0: avx2 table usable (AVX2, FMA, F16C, OS saves YMM); bit 1: avx512 table usable (F, BW, VL,
- * DQ, VNNI, OS saves ZMM and opmask state). */
+ * DQ, VNNI, VBMI, OS saves ZMM and opmask state). */
 static int x86_detect(void) {
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
@@ -55,8 +55,9 @@ static int x86_detect(void) {
     __cpuid_count(7, 0, a, b, c, d);
     int avx2 = (b >> 5) & 1;
     int f = (b >> 16) & 1, dq = (b >> 17) & 1, bw = (b >> 30) & 1, vl = (b >> 31) & 1, vnni = (c >> 11) & 1;
+    int vbmi = (c >> 1) & 1;
     int r = (avx2 && fma && f16c) ? 1 : 0;
-    if (r && f && dq && bw && vl && vnni && (x & 0xe6) == 0xe6) r |= 2;
+    if (r && f && dq && bw && vl && vnni && vbmi && (x & 0xe6) == 0xe6) r |= 2;
     return r;
 }
 

@@ -15,7 +15,8 @@
  * word itself (usually the space before it) is healed: every candidate must begin with exactly it. A beam
  * of W token sequences (default 8, up to 4 tokens) is expanded; a word's probability is the probability of
  * its tokens times the probability that the next token starts with a non-word character. The comparison
- * with the word that follows is exact (case-sensitive).
+ * with the word that follows is exact (next_word_top1/3) and, to compare with Presage, which lower-cases
+ * everything, also ignoring ASCII case (top1/3_any_case: the same candidate lists, compared ignoring case).
  *
  * Bits per byte: every token of the file scored once, with at least 128 tokens of context (or all of the
  * document before it), -log2 p summed and divided by the document bytes.
@@ -26,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "laya.h"
@@ -326,7 +328,7 @@ int main(int argc, char **argv) {
     int8_t *want = malloc(WIN);
     int32_t *seq0 = calloc(WIN, sizeof(int32_t));
     memset(want, 1, WIN);
-    long words = 0, top1 = 0, top3 = 0, scored = 0;
+    long words = 0, top1 = 0, top3 = 0, ci1 = 0, ci3 = 0, scored = 0;
     double bits = 0, bytes = 0;
     cand cands[NCAND];
     struct timespec t0, t1;
@@ -404,6 +406,12 @@ int main(int argc, char **argv) {
                             top3++;
                             break;
                         }
+                    for (int k = 0; k < nc && k < 3; k++)
+                        if (cands[k].len == wl && !strncasecmp(cands[k].w, doc + p, wl)) {
+                            if (k == 0) ci1++;
+                            ci3++;
+                            break;
+                        }
                     break; /* one word start per token: a later one inside the token cannot be healed */
                 }
                 (void)end;
@@ -413,9 +421,10 @@ int main(int argc, char **argv) {
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
-    printf("{\"kind\":\"%s\",\"words\":%ld,\"next_word_top1\":%.4f,\"next_word_top3\":%.4f,\"tokens\":%ld,"
-           "\"bits_per_byte\":%.4f,\"seconds\":%.1f}\n",
-           kind, words, words ? (double)top1 / words : 0, words ? (double)top3 / words : 0, scored,
+    printf("{\"kind\":\"%s\",\"words\":%ld,\"next_word_top1\":%.4f,\"next_word_top3\":%.4f,"
+           "\"top1_any_case\":%.4f,\"top3_any_case\":%.4f,\"tokens\":%ld,\"bits_per_byte\":%.4f,\"seconds\":%.1f}\n",
+           kind, words, words ? (double)top1 / words : 0, words ? (double)top3 / words : 0,
+           words ? (double)ci1 / words : 0, words ? (double)ci3 / words : 0, scored,
            bytes > 0 ? bits / bytes : 0, secs);
     laya_context_free(e.c);
     laya_model_free(e.m);

@@ -1,0 +1,1508 @@
+/* session.c — typing sessions (laya.h): the text before and after the cursor, normalized and tokenized on
+ * every change; the KV cache kept on the longest common token prefix; and the decisions (token-healed
+ * completion of the word being typed, the next word, the rest of a line) found by a beam search whose
+ * hypotheses live in sequence slots that all hold the prompt. Everything is allocated at create: the
+ * keystroke path (set_text, suggest, submit, poll) never calls the allocator.
+ * Not here: the forward pass (forward.c), the user dictionary's file (userdict.c), typo candidates. */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "model.h"
+#include "normalize.h"
+#include "typo.h"
+#include "unicode.h"
+#include "userdict.h"
+#include "vtrie.h"
+
+#define MAX_SLOTS (LAYA_MAX_CANDIDATES + 2)
+#define MAX_STEPS 32
+#define GEN_MAX 192   /* bytes of generated text per hypothesis */
+#define HEAL_MAX 64   /* bytes of typed text a completion may heal over */
+#define FORK_MIN 16   /* a slot this many tokens behind the prompt is refilled by copying slot 0 */
+#define FIN_MAX 64    /* finished candidates kept per decision */
+#define CHUNK 64      /* prompt tokens per laya_decode */
+#define CAL_MAX 64
+#define W_MAX (HEAL_MAX + GEN_MAX)
+#define TYPO_SLOTS 2      /* extra sequence slots, so scoring corrections leaves the beam's slots alone */
+#define TYPO_TOK 6        /* longest word (tokens) scored as a correction */
+#define TYPO_PRIOR 2.5    /* log-odds cost of one unit of typo cost (typo.h: a plain substitution is 1) */
+
+enum { TF_NOGEN = 1, TF_END_WORD = 2, TF_END_IDENT = 4, TF_END_LINE = 8 };
+enum { STOP_WORD, STOP_IDENT, STOP_LINE };
+enum { SC_CONT, SC_DONE, SC_DEAD };
+
+typedef struct hyp {
+    laya_token tok[MAX_STEPS];
+    int32_t n_tok;
+    int32_t gen_len;
+    char gen[GEN_MAX]; /* the bytes of tok, concatenated */
+    double logp;
+    int32_t slot;      /* sequence slot holding prompt + tok */
+    int32_t row;       /* batch row of the last token; -1: the prompt's cached logits; <= -2: slot -2-row's */
+    int32_t hidden;    /* decoded with LAYA_WANT_HIDDEN: only subset logits */
+} hyp;
+
+typedef struct fin {
+    double logp;
+    int32_t len;
+    char text[LAYA_CANDIDATE_MAX_BYTES];
+} fin;
+
+typedef struct cand_buf {
+    laya_candidate c[LAYA_MAX_CANDIDATES];
+    char text[LAYA_MAX_CANDIDATES][LAYA_CANDIDATE_MAX_BYTES];
+    int32_t n;
+} cand_buf;
+
+struct laya_session {
+    const laya_model *m;
+    laya_session_params p;
+    laya_context *ctx;
+    tok_work *tw;
+    vt_table vt;
+    int32_t n_vocab, n_slots;
+    uint8_t *tflag;            /* (n_vocab) TF_* */
+    laya_token t_start, t_mode[3], t_zh, t_fim_pre, t_fim_suf, t_fim_mid; /* -1 when absent */
+    int spm_space;             /* the tokenizer prepends a space to a text */
+    int use_subset;            /* laya_get_logits_subset works on this build */
+    uint32_t norm_flags;
+
+    /* text (normalized), with maps to the raw text */
+    char *norm;                /* (3 * max_text) before the cursor */
+    uint32_t *map;             /* (3 * max_text + 1) */
+    int32_t norm_len;
+    char *after;               /* (3 * max_text / 4) after the cursor */
+    uint32_t *amap;
+    int32_t after_len;
+    char *ctxt;                /* (max_text) set_context */
+    int32_t ctxt_len;
+    char *prompt;              /* (prompt_cap) text given to the tokenizer */
+    char *guess;               /* the text after an accept, then the text after the cursor */
+    size_t prompt_cap;
+
+    /* the decision's shape, from the text */
+    int32_t word_start, anchor; /* offsets in norm: the partial word, and where healing starts */
+    char heal[HEAL_MAX + 8];   /* T: the typed bytes every candidate must start with */
+    int32_t heal_len;
+    int32_t kind;              /* LAYA_KIND_COMPLETE or NEXT */
+    int32_t replace, replace_bytes;
+    int32_t stop;              /* STOP_* */
+    int32_t no_cands;          /* the text allows no candidate (an over-long word, no start token) */
+
+    /* tokens */
+    laya_token *ptok;          /* (ptok_cap) the prompt */
+    int32_t n_ptok, ptok_cap;
+    laya_token *slot_tok[MAX_SLOTS]; /* (max_kv_size) what each slot holds */
+    int32_t slot_n[MAX_SLOTS];
+    float *pre_logits;         /* (n_vocab) logits after the prompt's last token */
+    float *slot_logits;        /* (n_slots, n_vocab) logits after each beam slot's last token, kept across
+                                  keystrokes: the next keystroke's hypotheses are often the same tokens */
+    int32_t slot_lg_n[MAX_SLOTS]; /* slot length those logits follow; -1: none */
+    int32_t pre_n;             /* prompt length they belong to; -1: none */
+
+    /* decision scratch */
+    hyp *live, *next, *pool;   /* (n_slots), (n_slots), (n_slots * n_slots) */
+    int32_t n_live;
+    fin *fins;
+    int32_t n_fins;
+    laya_token *allowed;       /* (n_vocab) */
+    float *vals;               /* (n_vocab) */
+    laya_token *b_tok;         /* (max_batch) */
+    int32_t *b_seq;
+    int8_t *b_want;
+    int32_t max_batch;
+    cand_buf out;
+    double t_start_ms;
+    double step_ms;            /* the last decode step's duration: predicts whether the next one fits */
+    double log_min_prob;       /* log(params.min_prob), -inf for 0 */
+    int in_worker;             /* set_text runs for a submit: its prefill honours cancel and deadline */
+    int32_t max_tokens;
+
+    float cal_x[CAL_MAX], cal_y[CAL_MAX];
+    int32_t cal_n;
+    ud_dict *ud;
+    ty_list *typos;            /* known words for corrections: the model's whole-word tokens, user words */
+    laya_token *ctok;          /* (ptok_cap) the prompt before the last word, for scoring corrections */
+    int32_t last_ws, last_we, last_anchor; /* the last completed word in norm (last_ws -1: none to check) */
+    int32_t n_ctok, corr_replace, corr_replace_bytes;
+    cand_buf corr;             /* the correction found for this text, if any */
+    laya_session_stats st;
+
+    /* asynchronous form */
+    int async_on;
+    pthread_t thr;
+    pthread_mutex_t mu;
+    pthread_cond_t cv, idle_cv;
+    _Atomic uint64_t sub_gen;  /* the newest submit */
+    uint64_t run_gen, done_gen, polled_gen;
+    int busy, stop_worker, job_valid;
+    char *a_before, *a_after, *w_before, *w_after; /* submitted and worker copies */
+    size_t ab_len, aa_len, wb_len, wa_len;
+    laya_suggest_cb cb;
+    void *cb_user;
+    cand_buf res;              /* the newest finished result */
+    cand_buf pout;             /* what poll handed out */
+    uint64_t cancel_gen;       /* the decision running stops when sub_gen moves past this */
+    char err[LAYA_ERR_MSG_MAX];
+};
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* ---- character classes ---------------------------------------------------------------------------- */
+
+static int is_cjk(uint32_t c) {
+    return (c >= 0x3040 && c <= 0x30FF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x4E00 && c <= 0x9FFF) ||
+           (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x20000 && c <= 0x2FFFF);
+}
+
+static int is_word(uint32_t c) {
+    if (c < 128) return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    return (uni_flags(c) & (UNI_L | UNI_N | UNI_CCC)) != 0;
+}
+
+static int is_letter(uint32_t c) { return c == '_' ? 0 : is_word(c) && !(c >= '0' && c <= '9'); }
+static int is_apos(uint32_t c) { return c == '\'' || c == 0x2019; }
+
+/* Start of the code point that ends at s[end) (end > 0). */
+static int32_t prev_cp(const char *s, int32_t end) {
+    int32_t i = end - 1;
+    while (i > 0 && end - i < 4 && ((unsigned char)s[i] & 0xC0) == 0x80) i--;
+    return i;
+}
+
+static uint32_t cp_at(const char *s, int32_t n, int32_t i) {
+    size_t j = (size_t)i;
+    return nz_next(s, (size_t)n, &j);
+}
+
+/* 1 if s[i..n) starts with an incomplete (not yet invalid) UTF-8 sequence: generated bytes may end inside
+ * a character that the next token finishes. */
+static int incomplete_utf8(const char *s, int32_t n, int32_t i) {
+    unsigned char b = (unsigned char)s[i];
+    int k = uni_utf8_len(b);
+    if (b < 0xC2 || k == 1 || i + k <= n) return 0;
+    for (int32_t j = i + 1; j < n; j++)
+        if (((unsigned char)s[j] & 0xC0) != 0x80) return 0;
+    return 1;
+}
+
+/* ---- where a candidate stops ----------------------------------------------------------------------- */
+
+typedef struct scan_res {
+    int st;      /* SC_* */
+    int32_t cut; /* SC_DONE: the candidate is w[0..cut) */
+    int can_end; /* SC_CONT: w is a whole candidate if the next token ends it */
+    int cjk;     /* SC_CONT: the word so far is CJK (stops at the phrase length rather than a space) */
+} scan_res;
+
+/* w is the candidate so far: the partial word typed, then the generated bytes past the healed text. */
+static scan_res scan_w(const laya_session *s, const char *w, int32_t n) {
+    scan_res r = {SC_CONT, 0, 0, 0};
+    if (s->stop == STOP_LINE) {
+        int depth = 0, opened = 0, any = 0;
+        for (int32_t i = 0; i < n;) {
+            if (incomplete_utf8(w, n, i)) return r;
+            int32_t at = i;
+            uint32_t c = cp_at(w, n, i);
+            size_t j = (size_t)i;
+            nz_next(w, (size_t)n, &j);
+            i = (int32_t)j;
+            if (c == '\n' || c == '\r') {
+                r.st = any ? SC_DONE : SC_DEAD;
+                r.cut = at;
+                return r;
+            }
+            if (c != ' ' && c != '\t') any = 1;
+            if (s->p.mode == LAYA_MODE_CODE) {
+                if (c == '(' || c == '[' || c == '{') depth++, opened = 1;
+                if (c == ')' || c == ']' || c == '}') {
+                    depth--;
+                    if (depth < 0 || (depth == 0 && opened)) {
+                        r.st = SC_DONE;
+                        r.cut = i;
+                        return r;
+                    }
+                }
+            }
+        }
+        r.can_end = any;
+        return r;
+    }
+    int started = 0, cjk = 0;
+    for (int32_t i = 0; i < n;) {
+        if (incomplete_utf8(w, n, i)) {
+            r.can_end = 0;
+            return r;
+        }
+        int32_t at = i;
+        size_t j = (size_t)i;
+        uint32_t c = nz_next(w, (size_t)n, &j);
+        i = (int32_t)j;
+        if (!started) {
+            if (c == ' ') continue;
+            if (!is_word(c)) {
+                r.st = SC_DEAD;
+                return r;
+            }
+            started = 1;
+            cjk = is_cjk(c);
+            continue;
+        }
+        if (is_word(c)) {
+            if (is_cjk(c) != cjk) {
+                r.st = SC_DONE;
+                r.cut = at;
+                return r;
+            }
+            continue;
+        }
+        if (s->stop == STOP_WORD && is_apos(c) && !cjk) {
+            if (i >= n) return r; /* an apostrophe at the end: undecided, and not yet a word end */
+            if (incomplete_utf8(w, n, i)) return r;
+            if (is_letter(cp_at(w, n, i))) continue;
+        }
+        r.st = SC_DONE;
+        r.cut = at;
+        return r;
+    }
+    r.can_end = started;
+    r.cjk = cjk;
+    return r;
+}
+
+/* ---- creation -------------------------------------------------------------------------------------- */
+
+laya_session_params laya_session_default_params(void) {
+    laya_session_params p = {.mode = LAYA_MODE_TEXT,
+                             .n_candidates = 5,
+                             .max_tokens = 4,
+                             .max_kv_size = 320,
+                             .max_text = 1024,
+                             .deadline_ms = 0,
+                             .sensitive = 0,
+                             .normalize = LAYA_NORM_MODE_DEFAULT,
+                             .warmup = 1,
+                             .async = 0,
+                             .min_prob = 0.001f,
+                             .beam = 0,
+                             .user_dict = NULL};
+    return p;
+}
+
+const char *laya_session_error(const laya_session *s) { return s ? s->err : "session is NULL"; }
+
+static laya_token find_token(const laya_model *m, const char *str) {
+    size_t n = strlen(str);
+    int32_t nv = laya_n_vocab(m);
+    for (int32_t i = nv - 1; i >= 0; i--) { /* special tokens usually sit at the end */
+        size_t pl;
+        const char *p = laya_token_piece(m, i, &pl);
+        if (p && pl == n && memcmp(p, str, n) == 0) return i;
+    }
+    return -1;
+}
+
+static void *worker_main(void *arg);
+
+/* The words a typo may have meant: whole-word tokens of the model (a space and letters), and user words. */
+static laya_status build_typos(laya_session *s) {
+    laya_status st = ty_list_create(&s->typos);
+    if (st) return st;
+    for (int32_t i = 0; i < s->n_vocab; i++) {
+        size_t pl;
+        const char *pc = laya_token_piece(s->m, i, &pl);
+        if (!pc || pl < 3 || pl > TY_WORD_MAX || pc[0] != ' ' || (s->tflag[i] & TF_NOGEN)) continue;
+        int ok = 1;
+        for (size_t j = 1; j < pl && ok; j++) ok = ((unsigned char)pc[j] | 32) >= 'a' && ((unsigned char)pc[j] | 32) <= 'z';
+        if (ok && (st = ty_list_add(s->typos, pc + 1, pl - 1, 1))) return st;
+    }
+    for (size_t i = 0; s->ud && i < ud_count(s->ud); i++) {
+        const ud_entry *e = ud_at(s->ud, i);
+        if (!(e->flags & UD_F_PHRASE)) ty_list_add(s->typos, e->word, e->len, e->count + 1); /* refusals skipped */
+    }
+    return ty_list_finish(s->typos);
+}
+
+static void load_calibration(laya_session *s) {
+    const gguf_file *gf = s->m->gf;
+    const gguf_kv *kx, *ky;
+    if (!gf || gguf_get_arr(gf, "laya.calibration.prob", GGUF_F32, &kx) ||
+        gguf_get_arr(gf, "laya.calibration.hit", GGUF_F32, &ky) || kx->arr_n != ky->arr_n || kx->arr_n < 2 ||
+        kx->arr_n > CAL_MAX)
+        return;
+    float x[CAL_MAX], y[CAL_MAX];
+    for (uint64_t i = 0; i < kx->arr_n; i++) x[i] = (float)gguf_arr_num(kx, i), y[i] = (float)gguf_arr_num(ky, i);
+    laya_session_set_calibration(s, x, y, (int32_t)kx->arr_n);
+}
+
+void laya_session_free(laya_session *s) {
+    if (!s) return;
+    if (s->async_on) {
+        pthread_mutex_lock(&s->mu);
+        s->stop_worker = 1;
+        atomic_fetch_add(&s->sub_gen, 1);
+        pthread_cond_broadcast(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+        pthread_join(s->thr, NULL);
+        pthread_mutex_destroy(&s->mu);
+        pthread_cond_destroy(&s->cv);
+        pthread_cond_destroy(&s->idle_cv);
+    }
+    laya_context_free(s->ctx);
+    tok_work_free(s->tw);
+    vt_free(&s->vt);
+    ud_free(s->ud);
+    ty_list_free(s->typos);
+    laya_free(s->ctok);
+    void *bufs[] = {s->tflag, s->norm,   s->map,      s->after, s->amap,     s->ctxt,     s->prompt, s->guess,
+                    s->ptok,  s->live,   s->next,     s->pool,  s->fins,     s->allowed,  s->vals,
+                    s->b_tok, s->b_seq,  s->b_want,   s->pre_logits, s->slot_logits, s->a_before, s->a_after, s->w_before,
+                    s->w_after};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) laya_free(bufs[i]);
+    for (int i = 0; i < MAX_SLOTS; i++) laya_free(s->slot_tok[i]);
+    laya_free(s);
+}
+
+laya_status laya_session_create(const laya_model *m, laya_session_params p, laya_session **out, char *err,
+                                size_t errlen) {
+    if (!out) return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "out is NULL");
+    *out = NULL;
+    if (!m) return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "model is NULL");
+    if (m->vocab_only) return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "model was loaded vocab-only");
+    if (p.mode < 0 || p.mode > 2 || p.n_candidates < 1 || p.n_candidates > LAYA_MAX_CANDIDATES || p.max_tokens < 1 ||
+        p.max_tokens > MAX_STEPS || p.max_kv_size < 16 || p.max_kv_size > (1 << 16) || p.max_text < 16 ||
+        p.max_text > (1 << 20) || p.deadline_ms < 0 || !(p.deadline_ms == p.deadline_ms) ||
+        !(p.min_prob >= 0 && p.min_prob < 1) || p.beam < 0 || p.beam > LAYA_MAX_CANDIDATES)
+        return laya_err(err, errlen, LAYA_ERR_INVALID_ARG,
+                        "session params out of range (mode %d, n_candidates %d, max_tokens %d, max_kv_size %d, "
+                        "max_text %d)",
+                        p.mode, p.n_candidates, p.max_tokens, p.max_kv_size, p.max_text);
+    if (p.max_kv_size <= p.max_tokens + 8)
+        return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "max_kv_size %d leaves no room for a prompt", p.max_kv_size);
+    laya_session *s = laya_calloc(1, sizeof *s);
+    if (!s) return laya_err(err, errlen, LAYA_ERR_NOMEM, "out of memory");
+    s->m = m;
+    s->p = p;
+    s->p.user_dict = NULL;
+    s->n_vocab = laya_n_vocab(m);
+    s->n_slots = p.beam > 0 ? p.beam : LAYA_MAX(p.n_candidates, 8);
+    s->max_tokens = p.max_tokens;
+    s->pre_n = -1;
+    for (int i = 0; i < MAX_SLOTS; i++) s->slot_lg_n[i] = -1;
+    s->log_min_prob = p.min_prob > 0 ? log(p.min_prob) : -INFINITY;
+    s->norm_flags = p.normalize == LAYA_NORM_MODE_DEFAULT
+                        ? (p.mode == LAYA_MODE_TEXT ? LAYA_NORM_FULLWIDTH | LAYA_NORM_ZERO_WIDTH | LAYA_NORM_SPACES
+                                                    : LAYA_NORM_FULLWIDTH | LAYA_NORM_ZERO_WIDTH)
+                        : p.normalize & (LAYA_NORM_FULLWIDTH | LAYA_NORM_ZERO_WIDTH | LAYA_NORM_SPACES);
+    laya_status st = LAYA_ERR_NOMEM;
+    size_t mt = (size_t)p.max_text, nv = (size_t)s->n_vocab, ns = (size_t)s->n_slots;
+    s->max_batch = LAYA_MAX(CHUNK, s->n_slots * (FORK_MIN + p.max_tokens + 1));
+    s->max_batch = LAYA_MAX(s->max_batch, (s->n_slots + TYPO_SLOTS) * (FORK_MIN + TYPO_TOK + 2));
+    laya_context_params cp = {.n_seq = s->n_slots + TYPO_SLOTS, .max_kv_size = p.max_kv_size,
+                              .max_batch = s->max_batch, .max_logits = (s->n_slots + TYPO_SLOTS) * (TYPO_TOK + 1)};
+    st = laya_context_create(m, cp, &s->ctx, err, errlen);
+    if (st) goto fail;
+    st = LAYA_ERR_NOMEM;
+    s->prompt_cap = mt + 1 + 3 * mt + 3 * mt / 4 + 16;
+    s->ptok_cap = (int32_t)(s->prompt_cap + 16);
+    s->tw = tok_work_new();
+    s->tflag = laya_calloc(nv, 1);
+    s->norm = laya_malloc(3 * mt + 4);
+    s->map = laya_malloc((3 * mt + 4) * sizeof(uint32_t));
+    s->after = laya_malloc(3 * mt / 4 + 16);
+    s->amap = laya_malloc((3 * mt / 4 + 16) * sizeof(uint32_t));
+    s->ctxt = laya_malloc(mt + 1);
+    s->prompt = laya_malloc(s->prompt_cap);
+    s->guess = laya_malloc(3 * mt + 2 * LAYA_CANDIDATE_MAX_BYTES + 3 * mt / 4 + 16);
+    s->ptok = laya_malloc((size_t)s->ptok_cap * sizeof(laya_token));
+    s->ctok = laya_malloc((size_t)s->ptok_cap * sizeof(laya_token));
+    s->live = laya_calloc(ns, sizeof(hyp));
+    s->next = laya_calloc(ns, sizeof(hyp));
+    s->pool = laya_calloc(ns * ns, sizeof(hyp));
+    s->fins = laya_calloc(FIN_MAX, sizeof(fin));
+    s->allowed = laya_malloc(nv * sizeof(laya_token));
+    s->vals = laya_malloc(nv * sizeof(float));
+    s->pre_logits = laya_malloc(nv * sizeof(float));
+    s->slot_logits = laya_malloc(ns * nv * sizeof(float));
+    s->b_tok = laya_malloc((size_t)s->max_batch * sizeof(laya_token));
+    s->b_seq = laya_malloc((size_t)s->max_batch * sizeof(int32_t));
+    s->b_want = laya_malloc((size_t)s->max_batch);
+    if (!s->tw || !s->tflag || !s->norm || !s->map || !s->after || !s->amap || !s->ctxt || !s->prompt || !s->guess || !s->ptok || !s->ctok ||
+        !s->live || !s->next || !s->pool || !s->fins || !s->allowed || !s->vals || !s->pre_logits || !s->slot_logits || !s->b_tok ||
+        !s->b_seq || !s->b_want)
+        goto nomem;
+    for (int i = 0; i < s->n_slots + TYPO_SLOTS; i++)
+        if (!(s->slot_tok[i] = laya_malloc((size_t)p.max_kv_size * sizeof(laya_token)))) goto nomem;
+    if (tok_work_reserve(s->tw, s->prompt_cap)) goto nomem;
+
+    /* token classes */
+    const tok_vocab *tv = m->tok;
+    for (int32_t i = 0; i < s->n_vocab; i++) {
+        int t = tok_token_type(tv, i);
+        size_t pl;
+        const char *pc = laya_token_piece(m, i, &pl);
+        uint8_t f = 0;
+        if (t == 2 || t == 3 || t == 4 || t == 5 || !pc || pl == 0) {
+            f = TF_NOGEN | TF_END_WORD | TF_END_IDENT | TF_END_LINE; /* control text ends everything */
+        } else {
+            unsigned char b = (unsigned char)pc[0];
+            int complete = b < 0x80 || (uni_utf8_len(b) > 1 && (size_t)uni_utf8_len(b) <= pl);
+            if (complete) {
+                uint32_t c = cp_at(pc, (int32_t)pl, 0);
+                if (!is_word(c) && !is_apos(c)) f |= TF_END_WORD;
+                if (!is_word(c)) f |= TF_END_IDENT;
+                if (c == '\n' || c == '\r') f |= TF_END_LINE;
+            }
+        }
+        s->tflag[i] = f;
+    }
+    {
+        uint8_t *keep = (uint8_t *)s->vals; /* scratch: vals holds n_vocab floats */
+        for (int32_t i = 0; i < s->n_vocab; i++) keep[i] = !(s->tflag[i] & TF_NOGEN);
+        if (vt_build(&s->vt, m, keep)) goto nomem;
+    }
+    s->t_start = find_token(m, "<|endoftext|>");
+    if (s->t_start < 0) s->t_start = tok_bos(tv) >= 0 ? tok_bos(tv) : tok_eos(tv);
+    s->t_mode[LAYA_MODE_TEXT] = find_token(m, "<|prose|>");
+    s->t_mode[LAYA_MODE_CODE] = find_token(m, "<|code|>");
+    s->t_mode[LAYA_MODE_SHELL] = find_token(m, "<|shell|>");
+    s->t_zh = find_token(m, "<|zh|>");
+    s->t_fim_pre = find_token(m, "<|fim_prefix|>");
+    s->t_fim_suf = find_token(m, "<|fim_suffix|>");
+    s->t_fim_mid = find_token(m, "<|fim_middle|>");
+    {
+        laya_token t[4];
+        size_t nt = 0;
+        if (tok_encode_work(tv, s->tw, "a", 1, 0, t, 4, &nt) == LAYA_OK && nt >= 1) {
+            size_t pl;
+            const char *pc = laya_token_piece(m, t[0], &pl);
+            s->spm_space = pc && pl >= 1 && pc[0] == ' ';
+        }
+    }
+    {   /* is the focused output layer there? (it may be missing on an older build of forward.c) */
+        laya_token t0 = s->t_start >= 0 ? s->t_start : 0;
+        int32_t seq0 = 0;
+        int8_t w = LAYA_WANT_HIDDEN;
+        laya_batch b = {1, &t0, &seq0, &w};
+        float v;
+        s->use_subset = laya_decode(s->ctx, b) == LAYA_OK && laya_get_logits_subset(s->ctx, 0, &t0, 1, &v) == LAYA_OK;
+        laya_seq_truncate(s->ctx, 0, 0);
+    }
+    load_calibration(s);
+    if (p.user_dict && !p.sensitive) { /* a sensitive field neither reads nor writes the user's words */
+        char e2[LAYA_ERR_MSG_MAX];
+        ud_params up = ud_default_params();
+        if ((st = ud_open(p.user_dict, &up, &s->ud, e2, sizeof e2))) {
+            laya_err(err, errlen, st, "user dictionary '%s': %s", p.user_dict, e2);
+            goto fail;
+        }
+    }
+    if (p.mode == LAYA_MODE_TEXT && (st = build_typos(s))) {
+        laya_err(err, errlen, st, "out of memory building the word list");
+        goto fail;
+    }
+    if (p.async) {
+        s->a_before = laya_malloc(mt + 8);
+        s->a_after = laya_malloc(mt / 4 + 8);
+        s->w_before = laya_malloc(mt + 8);
+        s->w_after = laya_malloc(mt / 4 + 8);
+        if (!s->a_before || !s->a_after || !s->w_before || !s->w_after) goto nomem;
+        pthread_mutex_init(&s->mu, NULL);
+        pthread_cond_init(&s->cv, NULL);
+        pthread_cond_init(&s->idle_cv, NULL);
+        if (pthread_create(&s->thr, NULL, worker_main, s) != 0) {
+            pthread_mutex_destroy(&s->mu);
+            pthread_cond_destroy(&s->cv);
+            pthread_cond_destroy(&s->idle_cv);
+            st = LAYA_ERR_NOMEM;
+            laya_err(err, errlen, st, "cannot start the session's worker thread");
+            goto fail;
+        }
+        s->async_on = 1;
+    }
+    if (p.warmup) {
+        /* Touch every weight page and every code path once: a word to complete, then a next word. */
+        static const char *const warm[] = {"The quick brown fo", "The quick brown fox "};
+        const laya_candidate *c;
+        int32_t n;
+        for (int i = 0; i < 2; i++) {
+            if ((st = laya_session_set_text(s, warm[i], strlen(warm[i]), "", 0)) ||
+                (st = laya_session_suggest(s, &c, &n))) {
+                laya_err(err, errlen, st, "warm-up failed: %s", s->err);
+                goto fail;
+            }
+        }
+        laya_session_set_text(s, "", 0, "", 0);
+        memset(&s->st, 0, sizeof s->st);
+    }
+    *out = s;
+    return LAYA_OK;
+nomem:
+    st = LAYA_ERR_NOMEM;
+    laya_err(err, errlen, st, "out of memory creating a session");
+fail:
+    laya_session_free(s);
+    return st;
+}
+
+laya_status laya_session_set_calibration(laya_session *s, const float *x, const float *y, int32_t n) {
+    if (!s) return LAYA_ERR_INVALID_ARG;
+    if (n == 0) {
+        s->cal_n = 0;
+        return LAYA_OK;
+    }
+    if (n < 2 || n > CAL_MAX || !x || !y)
+        return laya_err(s->err, sizeof s->err, LAYA_ERR_INVALID_ARG, "calibration needs 2..%d points", CAL_MAX);
+    for (int32_t i = 0; i < n; i++) {
+        if (!(x[i] >= 0 && x[i] <= 1 && y[i] >= 0 && y[i] <= 1) || (i > 0 && (x[i] <= x[i - 1] || y[i] < y[i - 1])))
+            return laya_err(s->err, sizeof s->err, LAYA_ERR_INVALID_ARG,
+                            "calibration point %d: x must increase and y not decrease, both in [0, 1]", i);
+    }
+    memcpy(s->cal_x, x, (size_t)n * sizeof *x);
+    memcpy(s->cal_y, y, (size_t)n * sizeof *y);
+    s->cal_n = n;
+    return LAYA_OK;
+}
+
+static float calibrate(const laya_session *s, float p) {
+    if (s->cal_n == 0) return p;
+    if (p <= s->cal_x[0]) return s->cal_y[0];
+    for (int32_t i = 1; i < s->cal_n; i++)
+        if (p <= s->cal_x[i]) {
+            float t = (p - s->cal_x[i - 1]) / (s->cal_x[i] - s->cal_x[i - 1]);
+            return s->cal_y[i - 1] + t * (s->cal_y[i] - s->cal_y[i - 1]);
+        }
+    return s->cal_y[s->cal_n - 1];
+}
+
+void laya_session_get_stats(const laya_session *s, laya_session_stats *out) {
+    if (!out) return;
+    if (!s) {
+        memset(out, 0, sizeof *out);
+        return;
+    }
+    *out = s->st;
+}
+
+/* ---- text -------------------------------------------------------------------------------------------- */
+
+laya_status laya_session_set_context(laya_session *s, const char *text, size_t len) {
+    if (!s || (!text && len)) return LAYA_ERR_INVALID_ARG;
+    size_t mt = (size_t)s->p.max_text;
+    if (len > mt) {
+        text += len - mt;
+        len = mt;
+        while (len > 0 && ((unsigned char)text[0] & 0xC0) == 0x80) text++, len--;
+    }
+    if (len) memcpy(s->ctxt, text, len);
+    s->ctxt_len = (int32_t)len;
+    return LAYA_OK;
+}
+
+/* Where the model's view of a long text begins: a function of the text alone, so that a fresh session
+ * and a long-lived one agree, moving in steps of max_text / 2 so that typing keeps the cache. */
+static size_t window_start(const char *t, size_t n, size_t max_text) {
+    if (n <= max_text) return 0;
+    size_t step = max_text / 2, cut = ((n - max_text + step - 1) / step) * step;
+    while (cut < n && ((unsigned char)t[cut] & 0xC0) == 0x80) cut++;
+    for (size_t i = cut; i < n && i < cut + 32; i++)
+        if (t[i] == ' ' || t[i] == '\n') return i + 1;
+    return cut;
+}
+
+static laya_status tokenize_to(laya_session *s, const char *t, size_t n, laya_token *dst, int32_t *k) {
+    size_t got = 0;
+    if (n == 0) return LAYA_OK;
+    laya_status st = tok_encode_work(s->m->tok, s->tw, t, n, 0, dst + *k, (size_t)(s->ptok_cap - *k), &got);
+    if (st) return laya_err(s->err, sizeof s->err, st, "tokenizer: %s", laya_status_str(st));
+    *k += (int32_t)got;
+    return LAYA_OK;
+}
+
+static laya_status tokenize_into(laya_session *s, const char *t, size_t n, int32_t *k) {
+    return tokenize_to(s, t, n, s->ptok, k);
+}
+
+/* The word just finished (text mode, cursor after it and at most two boundary characters): a correction
+ * candidate is looked for. Sets last_ws = -1 when there is none. */
+static void find_last_word(laya_session *s, const char *raw, size_t raw_len) {
+    s->last_ws = -1;
+    if (!s->typos || s->kind != LAYA_KIND_NEXT || s->no_cands) return;
+    const char *t = s->norm;
+    int32_t end = s->norm_len, i = end, gap = 0;
+    while (i > 0 && gap < 2) {
+        int32_t j = prev_cp(t, i);
+        uint32_t c = cp_at(t, end, j);
+        if (is_word(c) || c == '\n' || c == '\r') break;
+        i = j, gap++;
+    }
+    int32_t we = i, ws = i;
+    if (gap == 0 || we == 0) return;
+    while (ws > 0) {
+        int32_t j = prev_cp(t, ws);
+        uint32_t c = cp_at(t, end, j);
+        if (!is_letter(c) || is_cjk(c)) break;
+        ws = j;
+    }
+    if (we - ws < 2 || we - ws > TY_WORD_MAX || (ws > 0 && is_word(cp_at(t, end, prev_cp(t, ws))))) return;
+    s->last_ws = ws;
+    s->last_we = we;
+    s->last_anchor = ws > 0 && t[ws - 1] == ' ' ? ws - 1 : ws;
+    size_t r = s->map[ws];
+    s->corr_replace_bytes = (int32_t)(raw_len - r);
+    s->corr_replace = (int32_t)nz_count_chars(raw + r, raw_len - r);
+}
+
+/* Find the partial word at the end of norm, the healing anchor and the typed text T. */
+static void analyze(laya_session *s, const char *raw, size_t raw_len) {
+    const char *t = s->norm;
+    int32_t end = s->norm_len, ws = end;
+    int code = s->p.mode == LAYA_MODE_CODE;
+    s->no_cands = 0;
+    if (end > 0) {
+        int32_t i = prev_cp(t, end);
+        uint32_t c = cp_at(t, end, i);
+        if (is_word(c) && is_cjk(c)) {
+            ws = i; /* CJK has no spaces: the "partial word" is the last character */
+        } else {
+            while (ws > 0) {
+                int32_t j = prev_cp(t, ws);
+                uint32_t d = cp_at(t, end, j);
+                int ok = is_word(d) && !is_cjk(d);
+                if (!ok && !code && is_apos(d) && j > 0) ok = is_letter(cp_at(t, end, prev_cp(t, j)));
+                if (!ok) break;
+                ws = j;
+            }
+        }
+    }
+    s->word_start = ws;
+    s->kind = ws < end ? LAYA_KIND_COMPLETE : LAYA_KIND_NEXT;
+    s->stop = s->p.mode == LAYA_MODE_SHELL ? STOP_LINE
+              : code                       ? (s->kind == LAYA_KIND_COMPLETE ? STOP_IDENT : STOP_LINE)
+                                           : STOP_WORD;
+    int32_t anchor = ws;
+    if (ws > 0) {
+        int32_t j = prev_cp(t, ws);
+        uint32_t d = cp_at(t, end, j);
+        /* The space (or punctuation) before a word belongs to the word's first token in byte-level BPE:
+         * heal over it too, so the prompt ends where the tokenizer would split anyway. */
+        if (d == ' ' || (s->kind == LAYA_KIND_COMPLETE && !is_word(d) && d != '\n' && d != '\r' && d != '\t' &&
+                         !is_cjk(ws < end ? cp_at(t, end, ws) : 0)))
+            anchor = j;
+    }
+    s->anchor = anchor;
+    s->heal_len = 0;
+    if (end - anchor > HEAL_MAX - 2 || end - ws >= LAYA_CANDIDATE_MAX_BYTES / 2) {
+        s->no_cands = 1; /* a "word" this long is no word: nothing to complete */
+        return;
+    }
+    if (anchor == 0 && s->ctxt_len == 0 && s->spm_space && end > 0) s->heal[s->heal_len++] = ' ';
+    memcpy(s->heal + s->heal_len, t + anchor, (size_t)(end - anchor));
+    s->heal_len += end - anchor;
+    /* what the candidate replaces, in the raw text */
+    size_t rws = s->map[ws];
+    s->replace_bytes = (int32_t)(raw_len - rws);
+    s->replace = (int32_t)nz_count_chars(raw + rws, raw_len - rws);
+}
+
+static int32_t lcp_tokens(const laya_token *a, int32_t na, const laya_token *b, int32_t nb) {
+    int32_t i = 0, n = LAYA_MIN(na, nb);
+    while (i < n && a[i] == b[i]) i++;
+    return i;
+}
+
+/* Bring slot 0 to the prompt and cache the logits after it: only the tokens past the common prefix run. */
+static int stop_now(laya_session *s, double step_ms);
+
+static laya_status sync_prompt(laya_session *s) {
+    int32_t nP = s->n_ptok;
+    int32_t l = lcp_tokens(s->slot_tok[0], s->slot_n[0], s->ptok, nP);
+    s->st.n_prompt = nP;
+    s->st.n_reused = l;
+    s->st.n_computed = 0;
+    if (nP == 0) {
+        s->pre_n = -1;
+        return LAYA_OK;
+    }
+    if (l == nP && s->pre_n == nP) return LAYA_OK;
+    if (l >= nP) l = nP - 1;
+    s->pre_n = -1;
+    s->slot_lg_n[0] = -1;
+    laya_status st = laya_seq_truncate(s->ctx, 0, l);
+    if (st) return laya_err(s->err, sizeof s->err, st, "%s", laya_context_error(s->ctx));
+    s->slot_n[0] = l;
+    while (l < nP) {
+        /* A submitted decision stops its prefill when cancelled or out of time; what is done stays cached
+         * and the next keystroke goes on from there. */
+        if (s->in_worker && l > s->st.n_reused && stop_now(s, 0)) {
+            s->st.deadline_hit = 1;
+            return LAYA_OK;
+        }
+        int32_t n = LAYA_MIN(CHUNK, nP - l);
+        for (int32_t i = 0; i < n; i++) {
+            s->b_tok[i] = s->ptok[l + i];
+            s->b_seq[i] = 0;
+            s->b_want[i] = (l + i == nP - 1) ? LAYA_WANT_LOGITS : 0;
+        }
+        laya_batch b = {n, s->b_tok, s->b_seq, s->b_want};
+        if ((st = laya_decode(s->ctx, b)))
+            return laya_err(s->err, sizeof s->err, st, "decode: %s", laya_context_error(s->ctx));
+        memcpy(s->slot_tok[0] + l, s->ptok + l, (size_t)n * sizeof(laya_token));
+        l += n;
+        s->slot_n[0] = l;
+        s->st.n_computed += n;
+        if (l == nP) memcpy(s->pre_logits, laya_get_logits(s->ctx, n - 1), (size_t)s->n_vocab * sizeof(float));
+    }
+    s->pre_n = nP;
+    return LAYA_OK;
+}
+
+laya_status laya_session_set_text(laya_session *s, const char *before, size_t before_len, const char *after,
+                                  size_t after_len) {
+    if (!s) return LAYA_ERR_INVALID_ARG;
+    if ((!before && before_len) || (!after && after_len))
+        return laya_err(s->err, sizeof s->err, LAYA_ERR_INVALID_ARG, "NULL text with a nonzero length");
+    if (!before) before = "";
+    size_t mt = (size_t)s->p.max_text;
+    size_t cut = window_start(before, before_len, mt);
+    s->st.truncated = cut > 0;
+    const char *raw = before + cut;
+    size_t raw_len = before_len - cut;
+    s->norm_len = (int32_t)nz_normalize(raw, raw_len, s->norm_flags, s->norm, s->map);
+    size_t an = LAYA_MIN(after_len, mt / 4);
+    while (an > 0 && an < after_len && ((unsigned char)after[an] & 0xC0) == 0x80) an--;
+    s->st.truncated |= an < after_len;
+    s->after_len = an ? (int32_t)nz_normalize(after, an, s->norm_flags, s->after, s->amap) : 0;
+    analyze(s, raw, raw_len);
+    find_last_word(s, raw, raw_len);
+
+    /* The prompt: start token, mode token, context, then the text up to the anchor (FIM: with the suffix). */
+    int32_t k = 0;
+    laya_status st;
+    if (s->t_start >= 0) s->ptok[k++] = s->t_start;
+    laya_token mode_tok = s->t_mode[s->p.mode];
+    if (s->p.mode == LAYA_MODE_TEXT && s->t_zh >= 0) {
+        int32_t cjk = 0, all = 0; /* Chinese text gets the model's Chinese mode */
+        for (int32_t i = 0; i < s->norm_len;) {
+            size_t j = (size_t)i;
+            uint32_t c = nz_next(s->norm, (size_t)s->norm_len, &j);
+            i = (int32_t)j;
+            if (c > ' ') all++, cjk += is_cjk(c);
+        }
+        if (all > 0 && 3 * cjk >= all) mode_tok = s->t_zh;
+    }
+    if (mode_tok >= 0) s->ptok[k++] = mode_tok;
+    int fim = s->p.mode == LAYA_MODE_CODE && s->t_fim_pre >= 0 && s->t_fim_suf >= 0 && s->t_fim_mid >= 0;
+    if (fim) s->ptok[k++] = s->t_fim_pre;
+    int32_t n_start = k;
+    int dropped = 0;
+    size_t pl = 0;
+    if (s->ctxt_len) {
+        memcpy(s->prompt, s->ctxt, (size_t)s->ctxt_len);
+        pl = (size_t)s->ctxt_len;
+        if (s->prompt[pl - 1] != '\n') s->prompt[pl++] = '\n';
+    }
+    memcpy(s->prompt + pl, s->norm, (size_t)s->anchor);
+    pl += (size_t)s->anchor;
+    if ((st = tokenize_into(s, s->prompt, pl, &k))) return st;
+    /* Keep the prompt within the cache: drop the oldest tokens (after the start tokens). */
+    int32_t limit = s->p.max_kv_size - s->max_tokens - 2 - (fim ? 2 + s->p.max_text / 16 : 0);
+    if (k > limit) {
+        /* in steps of limit / 2, so that typing at the end keeps the same start (and the cache) */
+        int32_t step = LAYA_MAX(1, limit / 2), drop = ((k - limit + step - 1) / step) * step;
+        drop = LAYA_MIN(drop, k - n_start);
+        dropped = 1;
+        memmove(s->ptok + n_start, s->ptok + n_start + drop, (size_t)(k - n_start - drop) * sizeof(laya_token));
+        k -= drop;
+        s->st.truncated = 1;
+    }
+    if (fim) {
+        s->ptok[k++] = s->t_fim_suf;
+        int32_t k0 = k;
+        if ((st = tokenize_into(s, s->after, (size_t)s->after_len, &k))) return st;
+        if (k - k0 > s->p.max_text / 16) k = k0 + s->p.max_text / 16;
+        s->ptok[k++] = s->t_fim_mid;
+    }
+    if (k == 0) s->no_cands = 1; /* no start token and no text: nothing to condition on */
+    if (s->last_ws >= 0 && !fim) {
+        /* the prompt before the last word: the context its corrections are scored in */
+        int32_t kc = n_start;
+        memcpy(s->ctok, s->ptok, (size_t)n_start * sizeof(laya_token));
+        size_t cl = pl - (size_t)s->anchor + (size_t)s->last_anchor;
+        if (dropped || (st = tokenize_to(s, s->prompt, cl, s->ctok, &kc)) ||
+            lcp_tokens(s->ctok, kc, s->ptok, k) < kc || kc < 1)
+            s->last_ws = -1;
+        s->n_ctok = kc;
+    }
+    s->n_ptok = k;
+    return sync_prompt(s);
+}
+
+/* ---- the decision ----------------------------------------------------------------------------------- */
+
+static void add_fin(laya_session *s, const char *w, int32_t len, double logp) {
+    if (len <= 0 || len >= LAYA_CANDIDATE_MAX_BYTES || logp < s->log_min_prob) return;
+    int32_t partial = s->norm_len - s->word_start;
+    if (s->kind == LAYA_KIND_COMPLETE && len == partial) return; /* the word as typed: nothing to offer */
+    int blank = 1;
+    for (int32_t i = 0; i < len; i++) blank &= w[i] == ' ';
+    if (blank) return;
+    for (int32_t i = 0; i < s->n_fins; i++) {
+        fin *f = &s->fins[i];
+        if (f->len == len && memcmp(f->text, w, (size_t)len) == 0) { /* another path to the same text */
+            double a = LAYA_MAX(f->logp, logp), b = LAYA_MIN(f->logp, logp);
+            f->logp = a + log1p(exp(b - a));
+            return;
+        }
+    }
+    fin *f;
+    if (s->n_fins < FIN_MAX) {
+        f = &s->fins[s->n_fins++];
+    } else {
+        f = &s->fins[0];
+        for (int32_t i = 1; i < s->n_fins; i++)
+            if (s->fins[i].logp < f->logp) f = &s->fins[i];
+        if (f->logp >= logp) return;
+    }
+    memcpy(f->text, w, (size_t)len);
+    f->text[len] = 0;
+    f->len = len;
+    f->logp = logp;
+}
+
+/* The k-th best finished score, or -inf: a hypothesis below it can no longer make the list. */
+static double fin_floor(const laya_session *s) {
+    int32_t k = s->p.n_candidates, nb = 0;
+    if (s->n_fins < k) return -INFINITY;
+    double best[LAYA_MAX_CANDIDATES];
+    for (int32_t i = 0; i < s->n_fins; i++) {
+        double v = s->fins[i].logp;
+        if (nb == k && v <= best[k - 1]) continue;
+        int32_t j = nb < k ? nb++ : k - 1;
+        while (j > 0 && best[j - 1] < v) {
+            best[j] = best[j - 1];
+            j--;
+        }
+        best[j] = v;
+    }
+    return best[k - 1];
+}
+
+/* w = the partial word typed + generated bytes past T (gen_len >= heal_len). */
+static int32_t build_w(const laya_session *s, const hyp *h, char *w) {
+    int32_t partial = s->norm_len - s->word_start, extra = h->gen_len - s->heal_len;
+    memcpy(w, s->norm + s->word_start, (size_t)partial);
+    memcpy(w + partial, h->gen + s->heal_len, (size_t)extra);
+    return partial + extra;
+}
+
+/* Insert (id, v) into a top list of cap entries sorted by v descending. */
+static void top_push(laya_token *ids, float *vs, int32_t *n, int32_t cap, laya_token id, float v) {
+    if (*n == cap && v <= vs[cap - 1]) return;
+    int32_t j = *n < cap ? (*n)++ : cap - 1;
+    while (j > 0 && vs[j - 1] < v) {
+        ids[j] = ids[j - 1];
+        vs[j] = vs[j - 1];
+        j--;
+    }
+    ids[j] = id;
+    vs[j] = v;
+}
+
+/* Add a child of h with token id at score lp to the pool (or to the finished list when it completes). */
+static void child(laya_session *s, const hyp *h, laya_token id, double lp, int32_t *n_pool) {
+    size_t pl;
+    const char *pc = laya_token_piece(s->m, id, &pl);
+    if (!pc || h->gen_len + (int32_t)pl > GEN_MAX) return;
+    hyp *c = &s->pool[*n_pool];
+    memcpy(c->gen, h->gen, (size_t)h->gen_len);
+    memcpy(c->gen + h->gen_len, pc, pl);
+    c->gen_len = h->gen_len + (int32_t)pl;
+    if (c->gen_len >= s->heal_len) {
+        char w[W_MAX];
+        int32_t wl = build_w(s, c, w);
+        scan_res r = scan_w(s, w, wl);
+        if (r.st == SC_DEAD) return;
+        if (r.st == SC_DONE) {
+            add_fin(s, w, r.cut, lp);
+            return;
+        }
+    }
+    memcpy(c->tok, h->tok, (size_t)h->n_tok * sizeof(laya_token));
+    c->tok[h->n_tok] = id;
+    c->n_tok = h->n_tok + 1;
+    c->logp = lp;
+    c->slot = h->slot;
+    c->row = -1;
+    c->hidden = 0;
+    (*n_pool)++;
+}
+
+/* One step for hypothesis h: finish it where a word may end, and push its best children. */
+static laya_status expand(laya_session *s, const hyp *h, int32_t *n_pool) {
+    const int32_t B = s->n_slots, nv = s->n_vocab;
+    const float *full = NULL;
+    if (h->row == -1) full = s->pre_logits;
+    else if (h->row <= -2) full = s->slot_logits + (size_t)(-2 - h->row) * (size_t)nv;
+    else if (!h->hidden) full = laya_get_logits(s->ctx, h->row);
+    laya_token tid[LAYA_MAX_CANDIDATES];
+    float tv[LAYA_MAX_CANDIDATES];
+    int32_t nt = 0;
+    if (h->gen_len < s->heal_len) {
+        /* Constrained: only tokens consistent with the rest of the typed text, renormalized over them. */
+        if (h->n_tok >= s->max_tokens) return LAYA_OK;
+        const char *r = s->heal + h->gen_len;
+        int32_t rl = s->heal_len - h->gen_len;
+        int32_t na = vt_consistent(&s->vt, r, (size_t)rl, s->allowed, nv);
+        if (na == 0) return LAYA_OK;
+        if (full) {
+            for (int32_t i = 0; i < na; i++) s->vals[i] = full[s->allowed[i]];
+        } else {
+            laya_status st = laya_get_logits_subset(s->ctx, h->row, s->allowed, na, s->vals);
+            if (st) return laya_err(s->err, sizeof s->err, st, "logits subset: %s", laya_context_error(s->ctx));
+        }
+        float mx = -INFINITY;
+        for (int32_t i = 0; i < na; i++) mx = LAYA_MAX(mx, s->vals[i]);
+        double sum = 0;
+        for (int32_t i = 0; i < na; i++) {
+            sum += exp((double)(s->vals[i] - mx));
+            top_push(tid, tv, &nt, B, s->allowed[i], s->vals[i]);
+        }
+        /* Renormalize at the first step only: there the prompt ends where the tokenizer would not have
+         * split, so the model's mass over the consistent tokens is the probability of the typed prefix.
+         * Later steps keep the model's own probabilities: a path on which the rest of the typed text is
+         * unlikely (" I" then "should" for "Ish") is worth little, and renormalizing would inflate it. */
+        double lz = mx + log(sum);
+        if (h->n_tok > 0) {
+            if (h->row == -1 || h->hidden) {
+                /* subset logits only: their normalizer needs the full row, which this row does not have;
+                 * fall back to renormalizing (exact for the full vocabulary only) */
+            } else {
+                float fmx = -INFINITY;
+                for (int32_t i = 0; i < nv; i++) fmx = LAYA_MAX(fmx, full[i]);
+                float fs = 0;
+                for (int32_t i = 0; i < nv; i++) fs += expf(full[i] - fmx);
+                lz = fmx + log((double)fs);
+            }
+        }
+        for (int32_t i = 0; i < nt; i++) child(s, h, tid[i], h->logp + tv[i] - lz, n_pool);
+        return LAYA_OK;
+    }
+    if (!full) return LAYA_OK; /* cannot happen: free steps always ask for full logits */
+    char w[W_MAX];
+    int32_t wl = build_w(s, h, w);
+    scan_res r = scan_w(s, w, wl);
+    uint8_t ender = s->stop == STOP_WORD ? TF_END_WORD : s->stop == STOP_IDENT ? TF_END_IDENT : TF_END_LINE;
+    float mx = -INFINITY;
+    for (int32_t i = 0; i < nv; i++) mx = LAYA_MAX(mx, full[i]);
+    float sum = 0, sum_end = 0; /* float exp: this loop over the vocabulary is the decision's own cost */
+    int expand_more = h->n_tok < s->max_tokens;
+    for (int32_t i = 0; i < nv; i++) {
+        float e = expf(full[i] - mx);
+        sum += e;
+        uint8_t f = s->tflag[i];
+        if (f & ender) sum_end += e;
+        if (expand_more && !(f & TF_NOGEN) && !(r.can_end && (f & ender))) top_push(tid, tv, &nt, B, i, full[i]);
+    }
+    double lz = mx + log((double)sum);
+    if (r.can_end && sum_end > 0) add_fin(s, w, wl, h->logp + log((double)sum_end / sum));
+    if (r.can_end && r.cjk && !expand_more) add_fin(s, w, wl, h->logp); /* a phrase at its length limit */
+    for (int32_t i = 0; i < nt; i++) child(s, h, tid[i], h->logp + tv[i] - lz, n_pool);
+    return LAYA_OK;
+}
+
+static int32_t lcp_slot(const laya_session *s, int32_t j, const hyp *c) {
+    int32_t nP = s->n_ptok, n = s->slot_n[j], i = lcp_tokens(s->slot_tok[j], LAYA_MIN(n, nP), s->ptok, nP);
+    if (i < nP) return i;
+    while (i < n && i - nP < c->n_tok && s->slot_tok[j][i] == c->tok[i - nP]) i++;
+    return i;
+}
+
+/* Decode the new hypotheses in one batch: each goes to its parent's slot if free, else to the free slot
+ * sharing most of its tokens (every slot starts with the prompt, copied from slot 0 when far behind). */
+static laya_status decode_hyps(laya_session *s, hyp *hs, int32_t n) {
+    int taken[MAX_SLOTS] = {0}, placed[MAX_SLOTS] = {0};
+    int32_t rows = 0, nP = s->n_ptok;
+    laya_status st;
+    size_t nv = (size_t)s->n_vocab;
+    /* First, hypotheses a slot already holds with its logits (typing on inside a word finds last
+     * keystroke's beams): they cost nothing. */
+    for (int32_t i = 0; i < n; i++) {
+        hyp *c = &hs[i];
+        int32_t xn = nP + c->n_tok;
+        for (int32_t k = 0; k < s->n_slots; k++) {
+            if (taken[k] || s->slot_lg_n[k] != xn || s->slot_n[k] != xn || lcp_slot(s, k, c) != xn) continue;
+            taken[k] = placed[i] = 1;
+            c->slot = k;
+            c->row = -2 - k;
+            c->hidden = 0;
+            break;
+        }
+    }
+    for (int32_t i = 0; i < n; i++) {
+        if (placed[i]) continue;
+        hyp *c = &hs[i];
+        int32_t j = c->slot;
+        if (taken[j]) {
+            int32_t best = -1, bl = -1;
+            for (int32_t k = 0; k < s->n_slots; k++) {
+                if (taken[k]) continue;
+                int32_t l = lcp_slot(s, k, c);
+                if (l > bl) bl = l, best = k;
+            }
+            j = best;
+        }
+        taken[j] = 1;
+        c->slot = j;
+        s->slot_lg_n[j] = -1;
+        int32_t xn = nP + c->n_tok, l = lcp_slot(s, j, c);
+        if (l >= xn) l = xn - 1;
+        if (j != 0 && xn - l > FORK_MIN) {
+            if ((st = laya_seq_fork(s->ctx, 0, j, nP)))
+                return laya_err(s->err, sizeof s->err, st, "fork: %s", laya_context_error(s->ctx));
+            memcpy(s->slot_tok[j], s->ptok, (size_t)nP * sizeof(laya_token));
+            s->slot_n[j] = nP;
+            l = nP;
+        }
+        if ((st = laya_seq_truncate(s->ctx, j, l)))
+            return laya_err(s->err, sizeof s->err, st, "truncate: %s", laya_context_error(s->ctx));
+        int want = LAYA_WANT_LOGITS;
+        if (s->use_subset && !getenv("LAYA_NOSUB") && c->gen_len < s->heal_len &&
+            vt_count_consistent(&s->vt, s->heal + c->gen_len, (size_t)(s->heal_len - c->gen_len)) <= s->n_vocab / 8)
+            want = LAYA_WANT_HIDDEN;
+        for (int32_t p = l; p < xn; p++) {
+            laya_token t = p < nP ? s->ptok[p] : c->tok[p - nP];
+            s->b_tok[rows] = t;
+            s->b_seq[rows] = j;
+            s->b_want[rows] = p == xn - 1 ? (int8_t)want : 0;
+            s->slot_tok[j][p] = t;
+            rows++;
+        }
+        s->slot_n[j] = xn;
+        c->row = rows - 1;
+        c->hidden = want == LAYA_WANT_HIDDEN;
+    }
+    if (rows == 0) return LAYA_OK;
+    laya_batch b = {rows, s->b_tok, s->b_seq, s->b_want};
+    if ((st = laya_decode(s->ctx, b))) {
+        for (int32_t k = 0; k < s->n_slots; k++) { /* the batch did not run: forget what the slots were to hold */
+            s->slot_n[k] = LAYA_MIN(s->slot_n[k], laya_seq_len(s->ctx, k));
+            s->slot_lg_n[k] = -1;
+        }
+        return laya_err(s->err, sizeof s->err, st, "decode: %s", laya_context_error(s->ctx));
+    }
+    for (int32_t i = 0; i < n; i++) { /* keep full logits per slot for the next keystroke */
+        hyp *c = &hs[i];
+        if (c->row < 0 || c->hidden) continue;
+        memcpy(s->slot_logits + (size_t)c->slot * nv, laya_get_logits(s->ctx, c->row), nv * sizeof(float));
+        s->slot_lg_n[c->slot] = s->slot_n[c->slot];
+    }
+    s->st.n_decoded += rows;
+    s->st.n_steps++;
+    return LAYA_OK;
+}
+
+static int cmp_fin(const void *a, const void *b) {
+    double x = ((const fin *)a)->logp, y = ((const fin *)b)->logp;
+    return (x < y) - (x > y);
+}
+
+static int cmp_hyp(const void *a, const void *b) {
+    double x = ((const hyp *)a)->logp, y = ((const hyp *)b)->logp;
+    return (x < y) - (x > y);
+}
+
+static int stop_now(laya_session *s, double step_ms) {
+    if (s->async_on && atomic_load(&s->sub_gen) != s->cancel_gen) return 1;
+    if (s->p.deadline_ms > 0 && now_ms() - s->t_start_ms + step_ms > s->p.deadline_ms) return 1;
+    return 0;
+}
+
+/* User dictionary: a word the user added or took before gets its count and boost as a bonus. */
+static double ud_bonus(const laya_session *s, const char *w, int32_t n) {
+    if (!s->ud) return 0;
+    while (n > 0 && *w == ' ') w++, n--;
+    const ud_entry *e = n > 0 ? ud_lookup(s->ud, w, (size_t)n) : NULL;
+    if (!e) return 0;
+    return log1p(0.5 * LAYA_MIN(e->count, 20u) + (e->boost > 0 ? e->boost : 0));
+}
+
+/* log p(tok) under a row of logits, and log of the mass of tokens that end a word. */
+static void row_scores(const laya_session *s, const float *l, laya_token tok, double *lp_tok, double *lp_end) {
+    float mx = -INFINITY, sum = 0, end = 0;
+    for (int32_t i = 0; i < s->n_vocab; i++) mx = LAYA_MAX(mx, l[i]);
+    for (int32_t i = 0; i < s->n_vocab; i++) {
+        float e = expf(l[i] - mx);
+        sum += e;
+        if (s->tflag[i] & TF_END_WORD) end += e;
+    }
+    if (lp_tok) *lp_tok = tok >= 0 ? (double)(l[tok] - mx) - log((double)sum) : 0;
+    if (lp_end) *lp_end = end > 0 ? log((double)end / sum) : -30;
+}
+
+/* The typo decision for the word just finished: the word as typed and its near neighbours (typo.h) are
+ * scored by the model in the context before the word (tokens, then the end of the word), plus a prior
+ * from the typo cost; if a neighbour's posterior beats the typed word's and exceeds 1/2 (0.8 when the typed
+ * word is a known word itself), it becomes a
+ * `correct` candidate whose prob and confidence are that posterior. Runs in the spare slots. */
+static laya_status corrections(laya_session *s) {
+    s->corr.n = 0;
+    if (s->last_ws < 0) return LAYA_OK;
+    const char *typed = s->norm + s->last_ws;
+    size_t tl = (size_t)(s->last_we - s->last_ws);
+    enum { MAXW = MAX_SLOTS - 1 };
+    int32_t maxw = LAYA_MIN(MAXW, s->n_slots + TYPO_SLOTS - 1);
+    ty_cand tc[MAXW];
+    size_t nf = 0;
+    ty_candidates(s->typos, typed, tl, NULL, tc, (size_t)maxw - 1, &nf);
+    nf = LAYA_MIN(nf, (size_t)maxw - 1);
+    if (nf == 0) return LAYA_OK;
+    laya_token wt[MAXW][TYPO_TOK];
+    int32_t nw = 0, n_wt[MAXW], rows0[MAXW];
+    double prior[MAXW];
+    const char *wp[MAXW];
+    size_t wl[MAXW];
+    for (size_t i = 0; i <= nf; i++) {
+        const char *w = i ? tc[i - 1].word : typed;
+        size_t len = i ? tc[i - 1].len : tl;
+        char buf[TY_WORD_MAX + 2];
+        size_t bl = 0;
+        if (s->last_anchor < s->last_ws && !s->spm_space) buf[bl++] = ' ';
+        memcpy(buf + bl, w, len);
+        bl += len;
+        size_t got = 0;
+        if (tok_encode_work(s->m->tok, s->tw, buf, bl, 0, wt[nw], TYPO_TOK, &got) || got == 0) {
+            if (i == 0) return LAYA_OK; /* the typed word itself cannot be scored */
+            continue;
+        }
+        n_wt[nw] = (int32_t)got;
+        prior[nw] = i ? -TYPO_PRIOR * tc[i - 1].cost : 0;
+        wp[nw] = w;
+        wl[nw] = len;
+        nw++;
+    }
+    if (nw < 2) return LAYA_OK;
+    int32_t rows = 0, nC = s->n_ctok;
+    laya_status st;
+    for (int32_t i = 0; i < nw; i++) {
+        int32_t j = 1 + i; /* never slot 0: it holds the prompt */
+        s->slot_lg_n[j] = -1;
+        int32_t l = LAYA_MIN(lcp_tokens(s->slot_tok[j], s->slot_n[j], s->ctok, nC), nC - 1);
+        if (nC - 1 - l > FORK_MIN) {
+            if ((st = laya_seq_fork(s->ctx, 0, j, nC - 1)))
+                return laya_err(s->err, sizeof s->err, st, "fork: %s", laya_context_error(s->ctx));
+            memcpy(s->slot_tok[j], s->ctok, (size_t)(nC - 1) * sizeof(laya_token));
+            l = nC - 1;
+        }
+        if ((st = laya_seq_truncate(s->ctx, j, l)))
+            return laya_err(s->err, sizeof s->err, st, "truncate: %s", laya_context_error(s->ctx));
+        int32_t xn = nC + n_wt[i];
+        for (int32_t q = l; q < xn; q++) {
+            laya_token t = q < nC ? s->ctok[q] : wt[i][q - nC];
+            s->b_tok[rows] = t;
+            s->b_seq[rows] = j;
+            s->b_want[rows] = q >= nC - 1 ? LAYA_WANT_LOGITS : 0;
+            s->slot_tok[j][q] = t;
+            if (q == nC - 1) rows0[i] = rows;
+            rows++;
+        }
+        s->slot_n[j] = xn;
+    }
+    laya_batch b = {rows, s->b_tok, s->b_seq, s->b_want};
+    if ((st = laya_decode(s->ctx, b))) {
+        for (int32_t k = 0; k < s->n_slots + TYPO_SLOTS; k++)
+            s->slot_n[k] = LAYA_MIN(s->slot_n[k], laya_seq_len(s->ctx, k));
+        return laya_err(s->err, sizeof s->err, st, "decode: %s", laya_context_error(s->ctx));
+    }
+    s->st.n_decoded += rows;
+    s->st.n_steps++;
+    double sc[MAXW], mx = -INFINITY;
+    for (int32_t i = 0; i < nw; i++) {
+        double lp = prior[i], a, e;
+        for (int32_t q = 0; q < n_wt[i]; q++) {
+            row_scores(s, laya_get_logits(s->ctx, rows0[i] + q), wt[i][q], &a, NULL);
+            lp += a;
+        }
+        row_scores(s, laya_get_logits(s->ctx, rows0[i] + n_wt[i]), -1, NULL, &e);
+        sc[i] = lp + e;
+        mx = LAYA_MAX(mx, sc[i]);
+    }
+    double z = 0;
+    for (int32_t i = 0; i < nw; i++) z += exp(sc[i] - mx);
+    int32_t best = 0;
+    for (int32_t i = 1; i < nw; i++)
+        if (sc[i] > sc[best]) best = i;
+    double post = exp(sc[best] - mx) / z;
+    int32_t tail = s->norm_len - s->last_we;
+    /* a typed word that is itself a known word needs stronger evidence (real-word errors are rarer) */
+    double need = ty_list_find(s->typos, typed, tl, NULL) ? 0.8 : 0.5;
+    if (best == 0 || post <= need || wl[best] + (size_t)tail >= LAYA_CANDIDATE_MAX_BYTES) return LAYA_OK;
+    laya_candidate *c = &s->corr.c[0];
+    memcpy(s->corr.text[0], wp[best], wl[best]);
+    memcpy(s->corr.text[0] + wl[best], s->norm + s->last_we, (size_t)tail);
+    s->corr.text[0][wl[best] + (size_t)tail] = 0;
+    c->text = s->corr.text[0];
+    c->text_len = (int32_t)wl[best] + tail;
+    c->replace = s->corr_replace;
+    c->replace_bytes = s->corr_replace_bytes;
+    c->kind = LAYA_KIND_CORRECT;
+    c->prob = c->confidence = (float)post;
+    s->corr.n = 1;
+    return LAYA_OK;
+}
+
+static laya_status decide(laya_session *s) {
+    s->n_fins = 0;
+    s->out.n = 0;
+    s->st.n_decoded = s->st.n_steps = s->st.deadline_hit = 0;
+    if (s->no_cands || s->pre_n != s->n_ptok || s->n_ptok == 0) return LAYA_OK;
+    hyp *root = &s->live[0];
+    root->n_tok = 0;
+    root->gen_len = 0;
+    root->logp = 0;
+    root->slot = 0;
+    root->row = -1;
+    root->hidden = 0;
+    s->n_live = 1;
+    double step_ms = s->step_ms;
+    for (;;) {
+        int32_t n_pool = 0;
+        for (int32_t i = 0; i < s->n_live; i++) {
+            laya_status st = expand(s, &s->live[i], &n_pool);
+            if (st) return st;
+        }
+        if (n_pool == 0) break;
+        qsort(s->pool, (size_t)n_pool, sizeof(hyp), cmp_hyp);
+        double floor = fin_floor(s);
+        int32_t n = 0;
+        for (int32_t i = 0; i < n_pool && n < s->n_slots; i++) {
+            hyp *c = &s->pool[i];
+            if (c->logp <= floor || c->logp < s->log_min_prob) break; /* sorted: the rest are lower */
+            if (c->n_tok >= s->max_tokens && c->gen_len < s->heal_len) continue; /* can never finish */
+            s->next[n++] = *c;
+        }
+        if (n == 0) break;
+        if (stop_now(s, step_ms)) {
+            s->st.deadline_hit = 1;
+            break;
+        }
+        double t0 = now_ms();
+        laya_status st = decode_hyps(s, s->next, n);
+        if (st) return st;
+        step_ms = s->step_ms = now_ms() - t0;
+        hyp *t = s->live;
+        s->live = s->next;
+        s->next = t;
+        s->n_live = n;
+    }
+    s->corr.n = 0;
+    if (s->last_ws >= 0 && !stop_now(s, step_ms)) {
+        laya_status st = corrections(s);
+        if (st) return st;
+    }
+    if (s->corr.n) { /* a correction goes first: it is about what was already typed */
+        s->out.c[0] = s->corr.c[0];
+        memcpy(s->out.text[0], s->corr.text[0], (size_t)s->corr.c[0].text_len + 1);
+        s->out.c[0].text = s->out.text[0];
+        s->out.n = 1;
+    }
+    /* rank */
+    for (int32_t i = 0; i < s->n_fins; i++) s->fins[i].logp += ud_bonus(s, s->fins[i].text, s->fins[i].len);
+    if (s->ud && s->kind == LAYA_KIND_COMPLETE && s->p.mode == LAYA_MODE_TEXT) {
+        /* The user's own words that complete the prefix, when the model did not offer them (names, jargon
+         * the model never saw): a prior from how often they were used, not a model score. */
+        const ud_entry *e[LAYA_MAX_CANDIDATES];
+        int32_t partial = s->norm_len - s->word_start;
+        size_t ne = ud_prefix_top(s->ud, s->norm + s->word_start, (size_t)partial, e, (size_t)s->p.n_candidates);
+        for (size_t i = 0; i < ne; i++) {
+            if (e[i]->len <= partial || (e[i]->flags & UD_F_PHRASE)) continue;
+            double c = e[i]->count + (e[i]->boost > 0 ? e[i]->boost : 0);
+            add_fin(s, e[i]->word, e[i]->len, log(0.5 * c / (c + 2.0)));
+        }
+    }
+    qsort(s->fins, (size_t)s->n_fins, sizeof(fin), cmp_fin);
+    for (int32_t i = 0; i < s->n_fins && s->out.n < s->p.n_candidates; i++) {
+        const fin *f = &s->fins[i];
+        int32_t k = s->out.n++;
+        laya_candidate *c = &s->out.c[k];
+        memcpy(s->out.text[k], f->text, (size_t)f->len + 1);
+        c->text = s->out.text[k];
+        c->text_len = f->len;
+        c->replace = s->kind == LAYA_KIND_COMPLETE ? s->replace : 0;
+        c->replace_bytes = s->kind == LAYA_KIND_COMPLETE ? s->replace_bytes : 0;
+        c->kind = s->kind;
+        c->prob = (float)LAYA_MIN(1.0, exp(f->logp));
+        c->confidence = calibrate(s, c->prob);
+    }
+    return LAYA_OK;
+}
+
+laya_status laya_session_suggest(laya_session *s, const laya_candidate **out, int32_t *n) {
+    if (out) *out = NULL;
+    if (n) *n = 0;
+    if (!s || !out || !n) return LAYA_ERR_INVALID_ARG;
+    s->t_start_ms = now_ms();
+    if (!s->async_on) s->cancel_gen = atomic_load(&s->sub_gen);
+    laya_status st = decide(s);
+    s->st.last_ms = now_ms() - s->t_start_ms;
+    if (st) return st;
+    *out = s->out.c;
+    *n = s->out.n;
+    return LAYA_OK;
+}
+
+laya_status laya_session_learn(laya_session *s, const char *text, size_t len) {
+    if (!s || (!text && len)) return LAYA_ERR_INVALID_ARG;
+    if (s->p.sensitive || !s->ud || len == 0) return LAYA_OK;
+    laya_status st = ud_learn(s->ud, text, len);
+    if (st) return laya_err(s->err, sizeof s->err, st, "user dictionary: %s", ud_error(s->ud));
+    return LAYA_OK;
+}
+
+laya_status laya_session_accept(laya_session *s, int32_t i) {
+    if (!s) return LAYA_ERR_INVALID_ARG;
+    const cand_buf *cb = s->async_on ? &s->pout : &s->out; /* async: the candidates poll handed out */
+    if (i < 0 || i >= cb->n)
+        return laya_err(s->err, sizeof s->err, LAYA_ERR_INVALID_ARG, "no candidate %d in the last decision", i);
+    const laya_candidate *c = &cb->c[i];
+    if (!s->p.sensitive && s->ud) { /* a sensitive field never learns */
+        laya_status st = ud_learn(s->ud, c->text, (size_t)c->text_len);
+        if (st) return laya_err(s->err, sizeof s->err, st, "user dictionary: %s", ud_error(s->ud));
+    }
+    if (s->async_on) return LAYA_OK; /* the worker owns the cache */
+    /* Keep the cache warm: compute the prompt of the text the caller will most likely send next (the
+     * candidate in place, then a space), off the keystroke path. */
+    int32_t start = c->kind == LAYA_KIND_CORRECT ? s->last_ws : c->kind == LAYA_KIND_COMPLETE ? s->word_start
+                                                                                              : s->norm_len;
+    if (start < 0) return LAYA_OK;
+    size_t n = (size_t)start;
+    memcpy(s->guess, s->norm, n);
+    memcpy(s->guess + n, c->text, (size_t)c->text_len);
+    n += (size_t)c->text_len;
+    if (c->kind != LAYA_KIND_CORRECT && s->guess[n - 1] != ' ') s->guess[n++] = ' ';
+    char *after = s->guess + n; /* set_text normalizes into s->after: give it a copy */
+    memcpy(after, s->after, (size_t)s->after_len);
+    return laya_session_set_text(s, s->guess, n, after, (size_t)s->after_len);
+}
+
+/* ---- asynchronous form ------------------------------------------------------------------------------ */
+
+static void copy_cands(cand_buf *dst, const cand_buf *src) {
+    dst->n = src->n;
+    for (int32_t i = 0; i < src->n; i++) {
+        dst->c[i] = src->c[i];
+        memcpy(dst->text[i], src->text[i], (size_t)src->c[i].text_len + 1);
+        dst->c[i].text = dst->text[i];
+    }
+}
+
+static void *worker_main(void *arg) {
+    laya_session *s = arg;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (!s->stop_worker && (atomic_load(&s->sub_gen) == s->run_gen || !s->job_valid)) {
+            if (atomic_load(&s->sub_gen) != s->run_gen) s->run_gen = atomic_load(&s->sub_gen); /* cancelled */
+            s->busy = 0;
+            pthread_cond_broadcast(&s->idle_cv);
+            pthread_cond_wait(&s->cv, &s->mu);
+        }
+        if (s->stop_worker) break;
+        s->busy = 1;
+        uint64_t gen = s->run_gen = atomic_load(&s->sub_gen);
+        memcpy(s->w_before, s->a_before, s->ab_len);
+        memcpy(s->w_after, s->a_after, s->aa_len);
+        s->wb_len = s->ab_len;
+        s->wa_len = s->aa_len;
+        laya_suggest_cb cb = s->cb;
+        void *ud = s->cb_user;
+        s->cancel_gen = gen;
+        pthread_mutex_unlock(&s->mu);
+        double t0 = now_ms();
+        const laya_candidate *c = NULL;
+        int32_t n = 0;
+        s->t_start_ms = t0; /* the deadline counts from the submit's start, set_text included */
+        s->in_worker = 1;
+        s->st.deadline_hit = 0;
+        laya_status st = laya_session_set_text(s, s->w_before, s->wb_len, s->w_after, s->wa_len);
+        s->in_worker = 0;
+        if (!st && atomic_load(&s->sub_gen) == gen) {
+            int hit = s->st.deadline_hit;
+            st = decide(s);
+            s->st.deadline_hit |= hit;
+            s->st.last_ms = now_ms() - t0;
+            c = s->out.c;
+            n = s->out.n;
+        }
+        int fresh = atomic_load(&s->sub_gen) == gen;
+        if (fresh && !st && cb) cb(ud, c, n);
+        pthread_mutex_lock(&s->mu);
+        if (fresh && atomic_load(&s->sub_gen) == gen) {
+            if (st) s->out.n = 0;
+            copy_cands(&s->res, &s->out);
+            s->done_gen = gen;
+        }
+    }
+    s->busy = 0;
+    pthread_cond_broadcast(&s->idle_cv);
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+laya_status laya_session_submit(laya_session *s, const char *before, size_t before_len, const char *after,
+                                size_t after_len, laya_suggest_cb cb, void *user) {
+    if (!s) return LAYA_ERR_INVALID_ARG;
+    if (!s->async_on)
+        return laya_err(s->err, sizeof s->err, LAYA_ERR_INVALID_ARG, "session was created without params.async");
+    if ((!before && before_len) || (!after && after_len))
+        return laya_err(s->err, sizeof s->err, LAYA_ERR_INVALID_ARG, "NULL text with a nonzero length");
+    size_t mt = (size_t)s->p.max_text;
+    size_t cut = before ? window_start(before, before_len, mt) : 0;
+    size_t an = LAYA_MIN(after_len, mt / 4);
+    while (an > 0 && an < after_len && ((unsigned char)after[an] & 0xC0) == 0x80) an--;
+    pthread_mutex_lock(&s->mu);
+    s->ab_len = before_len - cut;
+    if (s->ab_len) memcpy(s->a_before, before + cut, s->ab_len);
+    s->aa_len = an;
+    if (an) memcpy(s->a_after, after, an);
+    s->cb = cb;
+    s->cb_user = user;
+    s->job_valid = 1;
+    s->busy = 1;
+    atomic_fetch_add(&s->sub_gen, 1); /* also tells a running decision to stop */
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    return LAYA_OK;
+}
+
+laya_status laya_session_poll(laya_session *s, int *ready, const laya_candidate **out, int32_t *n) {
+    if (ready) *ready = 0;
+    if (out) *out = NULL;
+    if (n) *n = 0;
+    if (!s || !ready || !out || !n || !s->async_on) return LAYA_ERR_INVALID_ARG;
+    pthread_mutex_lock(&s->mu);
+    if (s->job_valid && s->done_gen == atomic_load(&s->sub_gen)) {
+        copy_cands(&s->pout, &s->res);
+        *ready = 1;
+        *out = s->pout.c;
+        *n = s->pout.n;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return LAYA_OK;
+}
+
+void laya_session_cancel(laya_session *s) {
+    if (!s || !s->async_on) return;
+    pthread_mutex_lock(&s->mu);
+    s->job_valid = 0;
+    atomic_fetch_add(&s->sub_gen, 1);
+    pthread_cond_signal(&s->cv);
+    while (s->busy) pthread_cond_wait(&s->idle_cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+}

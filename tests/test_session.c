@@ -1,0 +1,539 @@
+/* test_session.c — typing sessions on the tiny fixture models (real tokenizers, tiny weights): every
+ * decision kind, the rollback cases against a fresh session, normalization offsets, the sensitive flag,
+ * invalid UTF-8 and huge inputs, the asynchronous form, and that the keystroke path never allocates.
+ * Nothing here depends on timing. Needs `make fixtures` (LAYA_FIXTURES may point elsewhere). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "alloc_hooks.h"
+#include "check.h"
+#include "laya.h"
+#include "unicode.h"
+#include "userdict.h"
+
+static laya_model *load(const char *name) {
+    const char *dir = getenv("LAYA_FIXTURES") ? getenv("LAYA_FIXTURES") : "build/fixtures";
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    laya_model_params mp = laya_model_default_params();
+    mp.n_threads = 2;
+    laya_model *m = NULL;
+    char err[LAYA_ERR_MSG_MAX];
+    if (laya_model_load(path, mp, &m, err, sizeof err)) {
+        fprintf(stderr, "cannot load %s: %s\n", path, err);
+        return NULL;
+    }
+    return m;
+}
+
+static laya_session *make(const laya_model *m, int mode, int k) {
+    laya_session_params p = laya_session_default_params();
+    p.mode = mode;
+    p.n_candidates = k;
+    laya_session *s = NULL;
+    char err[LAYA_ERR_MSG_MAX] = "";
+    laya_status st = laya_session_create(m, p, &s, err, sizeof err);
+    CHECK(st == LAYA_OK && s, "session_create: %s", err);
+    return s;
+}
+
+/* Runs one decision and writes "kind:text:replace:prob;..." into out (probabilities rounded). */
+static int decide(laya_session *s, const char *before, const char *after, char *out, size_t cap,
+                  const laya_candidate **cs) {
+    const laya_candidate *c = NULL;
+    int32_t n = 0;
+    laya_status st = laya_session_set_text(s, before, strlen(before), after, after ? strlen(after) : 0);
+    CHECK(st == LAYA_OK, "set_text(%s): %s", before, laya_session_error(s));
+    st = laya_session_suggest(s, &c, &n);
+    CHECK(st == LAYA_OK, "suggest(%s): %s", before, laya_session_error(s));
+    size_t o = 0;
+    out[0] = 0;
+    for (int32_t i = 0; i < n && o < cap; i++)
+        o += (size_t)snprintf(out + o, cap - o, "%d:%s:%d:%.3f;", c[i].kind, c[i].text, c[i].replace, c[i].prob);
+    if (cs) *cs = c;
+    return n;
+}
+
+static int starts_with(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
+
+static void test_kinds(const laya_model *m) {
+    laya_session *s = make(m, LAYA_MODE_TEXT, 5);
+    if (!s) return;
+    char buf[2048];
+    const laya_candidate *c;
+    /* completion, mid-word: every candidate is the whole word, starting with exactly what was typed */
+    int n = decide(s, "the GNU General Public Lic", NULL, buf, sizeof buf, &c);
+    CHECK(n > 0, "no completion for 'Lic'");
+    int found = 0;
+    for (int i = 0; i < n; i++) {
+        CHECK(c[i].kind == LAYA_KIND_COMPLETE && c[i].replace == 3 && c[i].replace_bytes == 3, "cand %d: %s", i, buf);
+        CHECK(starts_with(c[i].text, "Lic") && strlen(c[i].text) > 3, "cand %d '%s' inconsistent with 'Lic'", i,
+              c[i].text);
+        CHECK(!strchr(c[i].text, ' '), "cand '%s' crosses a word boundary", c[i].text);
+        CHECK(c[i].prob > 0 && c[i].prob <= 1 && (i == 0 || c[i].prob <= c[i - 1].prob), "prob order: %s", buf);
+        found |= !strcmp(c[i].text, "License");
+    }
+    CHECK(found, "the tiny model knows 'License': %s", buf);
+    /* probabilities of all completions of one prefix sum to at most 1 */
+    double sum = 0;
+    for (int i = 0; i < n; i++) sum += c[i].prob;
+    CHECK(sum <= 1.0001, "completion probabilities sum to %f", sum);
+
+    /* after punctuation, mid-word */
+    n = decide(s, "Copyright (C) 2007 Free Software Foun", NULL, buf, sizeof buf, &c);
+    CHECK(n > 0 && !strcmp(c[0].text, "Foundation") && c[0].replace == 4, "Foun: %s", buf);
+    n = decide(s, "This program is free software: you can redistribute it and/or mod", NULL, buf, sizeof buf, &c);
+    for (int i = 0; i < n; i++) CHECK(starts_with(c[i].text, "mod"), "and/or mod: %s", buf);
+
+    /* next word after a space: replace 0, no leading space (it was typed) */
+    n = decide(s, "the GNU General Public ", NULL, buf, sizeof buf, &c);
+    CHECK(n > 0, "no next word");
+    for (int i = 0; i < n; i++) {
+        CHECK(c[i].kind == LAYA_KIND_NEXT && c[i].replace == 0 && c[i].text[0] != ' ', "next: %s", buf);
+        CHECK(!strchr(c[i].text, ' '), "next '%s' is more than a word", c[i].text);
+    }
+    /* next word after punctuation: the candidate may bring its space */
+    n = decide(s, "the GNU General Public License.", NULL, buf, sizeof buf, &c);
+    for (int i = 0; i < n; i++) CHECK(c[i].kind == LAYA_KIND_NEXT && c[i].replace == 0, "after '.': %s", buf);
+    /* empty text */
+    n = decide(s, "", NULL, buf, sizeof buf, &c);
+    for (int i = 0; i < n; i++) CHECK(c[i].kind == LAYA_KIND_NEXT, "empty: %s", buf);
+
+    /* normalization: full-width letters, zero-width space, space runs; offsets in the raw text */
+    n = decide(s, "the GNU General Public \xEF\xBC\xAC\xEF\xBD\x89\xEF\xBD\x83", NULL, buf, sizeof buf, &c);
+    CHECK(n > 0 && c[0].replace == 3 && c[0].replace_bytes == 9 && starts_with(c[0].text, "Lic"),
+          "full-width 'Lic': %s (replace_bytes %d)", buf, n ? c[0].replace_bytes : -1);
+    char ref[2048];
+    decide(s, "the GNU General Public Lic", NULL, ref, sizeof ref, NULL);
+    for (char *q = ref; (q = strstr(q, ":3:")) != NULL;) q[1] = '4'; /* the raw text has one more character */
+    decide(s, "the  GNU \xE2\x80\x8BGeneral   Public Li\xE2\x80\x8B" "c", NULL, buf, sizeof buf, &c);
+    CHECK(!strcmp(ref, buf), "normalized text gives other candidates:\n  %s\n  %s", ref, buf);
+    CHECK(n > 0 && c[0].replace == 4 && c[0].replace_bytes == 6, "zero-width inside the word counts: %d/%d",
+          c[0].replace, c[0].replace_bytes);
+    /* correction of the word just finished; a correct word is left alone */
+    n = decide(s, "the GNU Genral ", NULL, buf, sizeof buf, &c);
+    CHECK(n > 0 && c[0].kind == LAYA_KIND_CORRECT && !strcmp(c[0].text, "General ") && c[0].replace == 7 &&
+              c[0].confidence > 0.5f,
+          "Genral: %s", buf);
+    for (int i = 1; i < n; i++) CHECK(c[i].kind == LAYA_KIND_NEXT, "after the correction: %s", buf);
+    n = decide(s, "the GNU General Public Licnese. ", NULL, buf, sizeof buf, &c);
+    CHECK(n > 0 && c[0].kind == LAYA_KIND_CORRECT && !strcmp(c[0].text, "License. ") && c[0].replace == 9,
+          "Licnese.: %s", buf);
+    n = decide(s, "the GNU General ", NULL, buf, sizeof buf, &c);
+    for (int i = 0; i < n; i++) CHECK(c[i].kind == LAYA_KIND_NEXT, "a correct word was corrected: %s", buf);
+    laya_session_free(s);
+}
+
+/* The command line's JSON, as the issue fixes it. */
+static void test_cli(void) {
+    const char *bin = getenv("LAYA_BIN"), *dir = getenv("LAYA_FIXTURES");
+    if (!bin || !dir) return; /* run outside tests/run.sh */
+    char cmd[1024], out[8192];
+    snprintf(cmd, sizeof cmd, "%s suggest -m %s/tiny-llama-f16.gguf -k 3 --json 'the GNU General Public Lic'", bin, dir);
+    FILE *f = popen(cmd, "r");
+    size_t n = f ? fread(out, 1, sizeof out - 1, f) : 0;
+    int rc = f ? pclose(f) : -1;
+    out[n] = 0;
+    CHECK(rc == 0 && starts_with(out, "{\"candidates\":[{\"text\":\"License\",\"replace\":3,\"kind\":\"complete\",\"prob\":") &&
+              strstr(out, "\"confidence\":") && strstr(out, "],\"latency_ms\":"),
+          "suggest --json: %s", out);
+    /* no model anywhere: a clear error, exit 1 */
+    snprintf(cmd, sizeof cmd, "cd /tmp && LAYA_MODEL= %s suggest 'x' 2>&1", bin);
+    char dflt[1024];
+    snprintf(dflt, sizeof dflt, "%s", bin);
+    char *slash = strrchr(dflt, '/');
+    if (slash) snprintf(slash, sizeof dflt - (size_t)(slash - dflt), "/../models/laya-typing-q8_0.gguf");
+    if (bin[0] == '/' && access(dflt, F_OK) != 0 && (f = popen(cmd, "r"))) { /* only while no default exists */
+        n = fread(out, 1, sizeof out - 1, f);
+        out[n] = 0;
+        rc = pclose(f);
+        CHECK(rc != 0 && strstr(out, "no model"), "missing model: %s", out);
+    }
+    snprintf(cmd, sizeof cmd, "printf 'the GNU General Public License is free software.\\n' > /tmp/laya_eval_%d.txt && "
+             "%s eval -m %s/tiny-llama-f16.gguf --text /tmp/laya_eval_%d.txt -k 3 --json; rm -f /tmp/laya_eval_%d.txt",
+             (int)getpid(), bin, dir, (int)getpid(), (int)getpid());
+    f = popen(cmd, "r");
+    n = f ? fread(out, 1, sizeof out - 1, f) : 0;
+    rc = f ? pclose(f) : -1;
+    out[n] = 0;
+    long chars = -1, keys = -1;
+    double ksr = -1, t1 = -1, t3 = -1;
+    int got = sscanf(out, "{\"chars\":%ld,\"keystrokes\":%ld,\"ksr\":%lf,\"next_word_top1\":%lf,\"next_word_top3\":%lf,",
+                     &chars, &keys, &ksr, &t1, &t3);
+    CHECK(rc == 0 && got == 5 && chars == 49 && keys > 0 && keys < chars && ksr > 0 && t3 >= t1 &&
+              strstr(out, "\"latency_ms\":{\"p50\":") && strstr(out, "\"p95\":") && strstr(out, "\"p99\":") &&
+              strstr(out, "\"max\":"),
+          "eval --json: %s", out);
+}
+
+static void test_modes(const laya_model *m) {
+    char buf[2048];
+    const laya_candidate *c;
+    laya_session *s = make(m, LAYA_MODE_CODE, 5);
+    if (!s) return;
+    int n = decide(s, "int main(int argc, char **ar", ") {\n", buf, sizeof buf, &c);
+    for (int i = 0; i < n; i++) {
+        CHECK(c[i].kind == LAYA_KIND_COMPLETE && starts_with(c[i].text, "ar") && c[i].replace == 2, "code: %s", buf);
+        CHECK(!strpbrk(c[i].text, " ()\n"), "identifier completion '%s' goes past the identifier", c[i].text);
+    }
+    n = decide(s, "    printf(", NULL, buf, sizeof buf, &c);
+    for (int i = 0; i < n; i++) {
+        CHECK(c[i].kind == LAYA_KIND_NEXT && !strchr(c[i].text, '\n'), "code line: %s", buf);
+        int depth = 0;
+        for (const char *p = c[i].text; *p; p++) {
+            depth += *p == '(' || *p == '[' || *p == '{';
+            depth -= *p == ')' || *p == ']' || *p == '}';
+            CHECK(depth >= -1, "brackets: %s", c[i].text);
+            if (depth == -1) CHECK(p[1] == 0, "'%s' goes on after closing the call", c[i].text);
+        }
+    }
+    laya_session_free(s);
+
+    s = make(m, LAYA_MODE_SHELL, 5);
+    if (!s) return;
+    const char *hist = "git status\ngit add -A\ngit commit -m fix\n";
+    CHECK(laya_session_set_context(s, hist, strlen(hist)) == LAYA_OK, "set_context");
+    n = decide(s, "git com", NULL, buf, sizeof buf, &c);
+    for (int i = 0; i < n; i++)
+        CHECK(starts_with(c[i].text, "com") && !strchr(c[i].text, '\n') && c[i].replace == 3, "shell: %s", buf);
+    laya_session_free(s);
+}
+
+/* Code mode with fill-in-the-middle (the Qwen tokenizer has the FIM tokens): editing before and after the
+ * cursor gives what a fresh session gives. */
+static void test_fim_rollback(const laya_model *m) {
+    laya_session *s = make(m, LAYA_MODE_CODE, 3);
+    char a[2048], b[2048];
+    if (!s) return;
+    decide(s, "int main(int ar", ") {\n  return 0;\n}\n", a, sizeof a, NULL);
+    decide(s, "int main(int argc, char **ar", ") {\n  return 0;\n}\n", a, sizeof a, NULL);
+    decide(s, "int main(int argc, char **ar", ") {\n  return 1;\n}\n", a, sizeof a, NULL);
+    laya_session *f = make(m, LAYA_MODE_CODE, 3);
+    if (f) decide(f, "int main(int argc, char **ar", ") {\n  return 1;\n}\n", b, sizeof b, NULL);
+    CHECK(f && !strcmp(a, b), "FIM after an edit of the suffix:\n  kept:  %s\n  fresh: %s", a, b);
+    laya_session_free(f);
+    laya_session_free(s);
+}
+
+static void test_cjk(const laya_model *m) {
+    laya_session *s = make(m, LAYA_MODE_TEXT, 5);
+    if (!s) return;
+    char buf[2048];
+    const laya_candidate *c;
+    int n = decide(s, "\xE6\x88\x91\xE4\xBB\xAC\xE7\x9A\x84\xE7\xB3\xBB", NULL, buf, sizeof buf, &c); /* 我们的系 */
+    for (int i = 0; i < n; i++) {
+        CHECK(c[i].kind == LAYA_KIND_COMPLETE && c[i].replace == 1 && c[i].replace_bytes == 3, "cjk: %s", buf);
+        CHECK(starts_with(c[i].text, "\xE7\xB3\xBB") && uni_utf8_valid(c[i].text, strlen(c[i].text)), "cjk: %s", buf);
+    }
+    laya_session_free(s);
+}
+
+/* Each edit sequence ends on the same text as a fresh session: the candidates must be the same. */
+static void test_rollback(const laya_model *m) {
+    laya_session *fresh = make(m, LAYA_MODE_TEXT, 5), *s = make(m, LAYA_MODE_TEXT, 5);
+    if (!fresh || !s) return;
+    static const char *const seqs[][8] = {
+        /* typing */ {"T", "Th", "The", "The ", "The f", "The fi", "The file sys", NULL},
+        /* backspace */ {"The file syst", "The file sys", NULL},
+        /* backspace over a word boundary */ {"The file system and", "The file system an", "The file system ", "The file sys", NULL},
+        /* paste */ {"The file sys", "The file system is mounted on the GNU General Public Lic", NULL},
+        /* cursor jump: editing earlier text */ {"The GNU General Public License is a free", "The GNU Gen", NULL},
+        /* select-all-delete, then typing again */ {"The GNU General Public License is", "", "Th", "The GNU Gen", NULL},
+    };
+    char a[2048], b[2048];
+    for (size_t q = 0; q < sizeof seqs / sizeof seqs[0]; q++) {
+        const char *last = NULL;
+        for (int i = 0; seqs[q][i]; i++) {
+            decide(s, seqs[q][i], NULL, a, sizeof a, NULL);
+            last = seqs[q][i];
+        }
+        laya_session_stats st;
+        laya_session_get_stats(s, &st);
+        laya_session_free(fresh);
+        fresh = make(m, LAYA_MODE_TEXT, 5);
+        if (!fresh) return;
+        decide(fresh, last, NULL, b, sizeof b, NULL);
+        CHECK(!strcmp(a, b), "sequence %zu ending '%s':\n  kept:  %s\n  fresh: %s", q, last, a, b);
+    }
+    /* only what changed is computed: typing inside a word reuses the whole prompt */
+    laya_session_stats st;
+    decide(s, "The GNU General Public Li", NULL, a, sizeof a, NULL);
+    decide(s, "The GNU General Public Lic", NULL, a, sizeof a, NULL);
+    laya_session_get_stats(s, &st);
+    CHECK(st.n_computed == 0 && st.n_reused == st.n_prompt, "typing in a word computed %d of %d", st.n_computed,
+          st.n_prompt);
+    /* the prompt ends before the word being typed: a finished word enters it at the next word */
+    decide(s, "The GNU General Public License ", NULL, a, sizeof a, NULL);
+    decide(s, "The GNU General Public License is", NULL, a, sizeof a, NULL);
+    laya_session_get_stats(s, &st);
+    CHECK(st.n_computed == 0, "the word being typed went into the prompt (%d new)", st.n_computed);
+    decide(s, "The GNU General Public License is a", NULL, a, sizeof a, NULL);
+    laya_session_get_stats(s, &st);
+    CHECK(st.n_computed >= 1 && st.n_computed <= 3 && st.n_reused >= st.n_prompt - 3, "after a word: %d new of %d",
+          st.n_computed, st.n_prompt);
+    laya_session_free(s);
+    laya_session_free(fresh);
+}
+
+static void test_robust(const laya_model *m) {
+    laya_session *s = make(m, LAYA_MODE_TEXT, 5);
+    if (!s) return;
+    char buf[4096];
+    const laya_candidate *c;
+    /* invalid UTF-8 anywhere, including a truncated sequence at the cursor */
+    static const char *const bad[] = {"\xff\xfe", "abc \xc3", "the Lic\x80", "\xe6\x88", "Pub\xed\xa0\x80lic Lic",
+                                      "\xf4\x90\x80\x80 x"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int n = decide(s, bad[i], bad[i], buf, sizeof buf, &c);
+        for (int j = 0; j < n; j++)
+            CHECK(uni_utf8_valid(c[j].text, (size_t)c[j].text_len) && c[j].replace_bytes <= (int)strlen(bad[i]),
+                  "bad input %zu: candidate '%s'", i, c[j].text);
+    }
+    /* huge inputs: a long text (its start is dropped), one endless "word", long after-text */
+    size_t big = 1 << 20;
+    char *t = malloc(big + 1);
+    if (!t) return;
+    for (size_t i = 0; i < big; i++) t[i] = "the GNU General Public License "[i % 31];
+    t[big] = 0;
+    int n = decide(s, t, t, buf, sizeof buf, &c);
+    laya_session_stats st;
+    laya_session_get_stats(s, &st);
+    CHECK(st.truncated == 1 && n >= 0, "1 MiB text: truncated %d", st.truncated);
+    memset(t, 'a', big);
+    n = decide(s, t, NULL, buf, sizeof buf, &c);
+    CHECK(n == 0, "a 1 MiB word has no completion (%d)", n);
+    for (size_t i = 0; i < big; i++) t[i] = (char)(0x80 + i % 64); /* 1 MiB of continuation bytes */
+    decide(s, t, t, buf, sizeof buf, &c);
+    free(t);
+    /* bad arguments */
+    const laya_candidate *cc;
+    int32_t nn;
+    CHECK(laya_session_set_text(NULL, "a", 1, NULL, 0) == LAYA_ERR_INVALID_ARG, "NULL session");
+    CHECK(laya_session_set_text(s, NULL, 3, NULL, 0) == LAYA_ERR_INVALID_ARG, "NULL text");
+    CHECK(laya_session_suggest(s, NULL, &nn) == LAYA_ERR_INVALID_ARG, "NULL out");
+    CHECK(laya_session_suggest(NULL, &cc, &nn) == LAYA_ERR_INVALID_ARG && nn == 0, "NULL session");
+    CHECK(laya_session_accept(s, 99) == LAYA_ERR_INVALID_ARG, "accept out of range");
+    float x[2] = {0.5f, 0.2f}, y[2] = {0.1f, 0.2f};
+    CHECK(laya_session_set_calibration(s, x, y, 2) == LAYA_ERR_INVALID_ARG, "decreasing x refused");
+    x[0] = 0.0f, x[1] = 1.0f, y[0] = 0.0f, y[1] = 0.5f;
+    CHECK(laya_session_set_calibration(s, x, y, 2) == LAYA_OK, "calibration");
+    n = decide(s, "the GNU General Public Lic", NULL, buf, sizeof buf, &c);
+    CHECK(n > 0 && c[0].confidence > 0.49f * c[0].prob && c[0].confidence < 0.51f * c[0].prob, "calibrated %f %f",
+          n ? c[0].prob : 0, n ? c[0].confidence : 0);
+    laya_session_set_calibration(s, NULL, NULL, 0);
+    laya_session_free(s);
+    laya_session_free(NULL);
+    laya_session_params p = laya_session_default_params();
+    p.n_candidates = 0;
+    laya_session *bad_s = (laya_session *)1;
+    CHECK(laya_session_create(m, p, &bad_s, NULL, 0) == LAYA_ERR_INVALID_ARG && !bad_s, "k = 0 refused");
+    /* the deadline: an impossible one returns at once, with what there is, and says so */
+    p = laya_session_default_params();
+    p.deadline_ms = 1e-9;
+    p.warmup = 0;
+    laya_session *d = NULL;
+    CHECK(laya_session_create(m, p, &d, NULL, 0) == LAYA_OK, "create with deadline");
+    if (d) {
+        decide(d, "the GNU General Public Lic", NULL, buf, sizeof buf, &c);
+        laya_session_get_stats(d, &st);
+        CHECK(st.deadline_hit == 1 && st.n_steps == 0, "deadline: hit %d, steps %d", st.deadline_hit, st.n_steps);
+        laya_session_free(d);
+    }
+}
+
+/* The keystroke path: set_text and suggest over typing, backspace, paste, jumps, bad and huge input. */
+static void test_no_alloc(const laya_model *m) {
+    laya_session *s = make(m, LAYA_MODE_TEXT, 5);
+    laya_session *code = make(m, LAYA_MODE_CODE, 3);
+    if (!s || !code) return;
+    static char huge[300000];
+    for (size_t i = 0; i < sizeof huge - 1; i++) huge[i] = "The file system is mounted \xff "[i % 30];
+    static const char *const texts[] = {"T", "Th", "The ", "The fi", "The f", "", "The GNU General Public Lic",
+                                        "x\xc3", "The GNU General Public License is a free", "The GNU Gen",
+                                        "\xE6\x88\x91\xE4\xBB\xAC", huge};
+    char buf[2048];
+    laya_session_params ap = laya_session_default_params();
+    ap.async = 1;
+    laya_session *as = NULL;
+    CHECK(laya_session_create(m, ap, &as, NULL, 0) == LAYA_OK, "async create");
+    ta_install(0);
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        decide(s, texts[i], texts[i], buf, sizeof buf, NULL);
+        decide(code, texts[i], "}\n", buf, sizeof buf, NULL);
+        if (as) {
+            int ready = 0;
+            const laya_candidate *c;
+            int32_t nc;
+            laya_session_submit(as, texts[i], strlen(texts[i]), NULL, 0, NULL, NULL);
+            for (int spin = 0; spin < 1000000 && !ready; spin++) {
+                laya_session_poll(as, &ready, &c, &nc);
+                if (!ready) usleep(50);
+            }
+        }
+    }
+    long n = ta_count;
+    laya_set_alloc_hooks(NULL);
+    CHECK(n == 0, "%ld allocations on the keystroke path", n);
+    laya_session_free(s);
+    laya_session_free(code);
+    laya_session_free(as);
+
+    /* out-of-memory during create: every failure point gives NOMEM and leaks nothing */
+    laya_session_params p = laya_session_default_params();
+    p.warmup = 0;
+    for (long fail = 1; fail < 200; fail++) {
+        ta_install(fail);
+        laya_session *t = NULL;
+        laya_status st = laya_session_create(m, p, &t, NULL, 0);
+        long live = ta_live;
+        laya_set_alloc_hooks(NULL);
+        if (st == LAYA_OK) {
+            ta_install(0);
+            laya_session_free(t);
+            live += ta_live;
+            laya_set_alloc_hooks(NULL);
+            CHECK(live == 0, "leak after create succeeded at fail %ld: %ld", fail, live);
+            break;
+        }
+        CHECK(st == LAYA_ERR_NOMEM && !t && live == 0, "fail at %ld: status %d, %ld live", fail, st, live);
+    }
+}
+
+static void test_sensitive(const laya_model *m) {
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/laya_test_ud_%d", (int)getpid());
+    unlink(path);
+    for (int sensitive = 1; sensitive >= 0; sensitive--) {
+        laya_session_params p = laya_session_default_params();
+        p.sensitive = sensitive;
+        p.user_dict = path;
+        p.warmup = 0;
+        laya_session *s = NULL;
+        char err[LAYA_ERR_MSG_MAX] = "";
+        CHECK(laya_session_create(m, p, &s, err, sizeof err) == LAYA_OK, "create with user dict: %s", err);
+        if (!s) return;
+        char buf[2048];
+        const laya_candidate *c;
+        int n = decide(s, "the GNU General Public Lic", NULL, buf, sizeof buf, &c);
+        CHECK(n > 0 && laya_session_accept(s, 0) == LAYA_OK, "accept");
+        laya_session_free(s);
+        ud_dict *d = NULL;
+        CHECK(ud_open(path, NULL, &d, err, sizeof err) == LAYA_OK, "ud_open: %s", err);
+        const ud_entry *e = d ? ud_lookup(d, "License", 7) : NULL;
+        if (sensitive) CHECK(!e && access(path, F_OK) != 0, "a sensitive session stored something");
+        else CHECK(e && e->count == 1, "accepted word not learned");
+        ud_free(d);
+    }
+    /* a learned word is boosted */
+    laya_session_params p = laya_session_default_params();
+    p.user_dict = path;
+    laya_session *s = NULL;
+    laya_session *plain = make(m, LAYA_MODE_TEXT, 5);
+    CHECK(laya_session_create(m, p, &s, NULL, 0) == LAYA_OK, "create");
+    if (s && plain) {
+        char a[2048], b[2048];
+        const laya_candidate *ca, *cb;
+        int na = decide(s, "the GNU General Public Lic", NULL, a, sizeof a, &ca);
+        int nb = decide(plain, "the GNU General Public Lic", NULL, b, sizeof b, &cb);
+        float pa = 0, pb = 0;
+        for (int i = 0; i < na; i++) if (!strcmp(ca[i].text, "License")) pa = ca[i].prob;
+        for (int i = 0; i < nb; i++) if (!strcmp(cb[i].text, "License")) pb = cb[i].prob;
+        CHECK(pa > 0 && pb > 0 && pa >= pb, "boost: %f vs %f", pa, pb);
+    }
+    /* a word the user typed is learned, and offered for its prefix though the model does not know it */
+    if (s) {
+        CHECK(laya_session_learn(s, "Queequeg", 8) == LAYA_OK, "learn");
+        char a[2048];
+        const laya_candidate *ca;
+        int na = decide(s, "I met Quee", NULL, a, sizeof a, &ca);
+        int found = 0;
+        for (int i = 0; i < na; i++) found |= !strcmp(ca[i].text, "Queequeg") && ca[i].replace == 4;
+        CHECK(found, "learned word not offered: %s", a);
+    }
+    laya_session_free(s);
+    laya_session_free(plain);
+    unlink(path);
+    char lock[80];
+    snprintf(lock, sizeof lock, "%s.lock", path);
+    unlink(lock);
+}
+
+/* accept computes the next text's prompt at once: the keystroke that follows decodes nothing new */
+static void test_accept_warm(const laya_model *m) {
+    laya_session *s = make(m, LAYA_MODE_TEXT, 5);
+    if (!s) return;
+    char buf[2048];
+    const laya_candidate *c;
+    int n = decide(s, "the GNU General Public Lic", NULL, buf, sizeof buf, &c);
+    CHECK(n > 0 && !strcmp(c[0].text, "License"), "Lic: %s", buf);
+    CHECK(laya_session_accept(s, 0) == LAYA_OK, "accept: %s", laya_session_error(s));
+    decide(s, "the GNU General Public License ", NULL, buf, sizeof buf, NULL);
+    laya_session_stats st;
+    laya_session_get_stats(s, &st);
+    CHECK(st.n_computed == 0 && st.n_reused == st.n_prompt, "after accept: %d new", st.n_computed);
+    laya_session_free(s);
+}
+
+static int cb_calls;
+static char cb_text[256];
+static void on_result(void *user, const laya_candidate *c, int32_t n) {
+    (void)user;
+    cb_calls++;
+    snprintf(cb_text, sizeof cb_text, "%s", n ? c[0].text : "");
+}
+
+static void test_async(const laya_model *m) {
+    laya_session_params p = laya_session_default_params();
+    p.async = 1;
+    laya_session *s = NULL, *ref = make(m, LAYA_MODE_TEXT, 5);
+    CHECK(laya_session_create(m, p, &s, NULL, 0) == LAYA_OK && s, "async create");
+    if (!s || !ref) return;
+    static const char *const keys[] = {"the G", "the GN", "the GNU Gen", "the GNU General Pub", "the GNU General Public Lic"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        CHECK(laya_session_submit(s, keys[i], strlen(keys[i]), NULL, 0, on_result, NULL) == LAYA_OK, "submit");
+    int ready = 0;
+    const laya_candidate *c = NULL;
+    int32_t n = 0;
+    for (int spin = 0; spin < 2000000 && !ready; spin++) {
+        laya_session_poll(s, &ready, &c, &n);
+        if (!ready) usleep(100);
+    }
+    CHECK(ready, "async result never came");
+    char b[2048];
+    const laya_candidate *rc;
+    int nr = decide(ref, keys[4], NULL, b, sizeof b, &rc);
+    CHECK(ready && n == nr && (n == 0 || !strcmp(c[0].text, rc[0].text)), "async result differs from sync");
+    CHECK(cb_calls >= 1 && nr > 0 && !strcmp(cb_text, rc[0].text), "callback: %d calls, '%s'", cb_calls, cb_text);
+    /* cancel: the worker goes idle, poll reports nothing pending */
+    laya_session_submit(s, "the GNU", 7, NULL, 0, NULL, NULL);
+    laya_session_cancel(s);
+    laya_session_poll(s, &ready, &c, &n);
+    CHECK(!ready, "a cancelled decision reported ready");
+    laya_session_free(s); /* with the worker idle */
+    CHECK(laya_session_create(m, p, &s, NULL, 0) == LAYA_OK, "async create 2");
+    laya_session_submit(s, "the GNU", 7, NULL, 0, NULL, NULL);
+    laya_session_free(s); /* with a decision maybe running */
+    laya_session_free(ref);
+}
+
+int main(void) {
+    laya_model *llama = load("tiny-llama-f16.gguf"), *qwen3 = load("tiny-qwen3-f16.gguf");
+    CHECK(llama && qwen3, "fixtures missing: run make fixtures");
+    if (!llama || !qwen3) return DONE("test_session");
+    test_kinds(llama);
+    test_modes(llama);
+    test_cjk(qwen3);
+    test_fim_rollback(qwen3);
+    test_rollback(llama);
+    test_robust(llama);
+    test_no_alloc(llama);
+    test_sensitive(llama);
+    test_accept_warm(llama);
+    test_async(llama);
+    test_cli();
+    laya_model_free(llama);
+    laya_model_free(qwen3);
+    return DONE("test_session");
+}
