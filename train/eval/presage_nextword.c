@@ -5,6 +5,7 @@
  * At every word start in FILE (a word is a run of letters, digits and '_'; each CJK character is a word
  * of its own, as in `laya eval`), Presage is given all text before it (the last 4000 bytes) and asked
  * for its suggestions; top-1 / top-3 count the words that are its first / among its first three.
+ * A 0x1E byte separates documents; the context never crosses it.
  * Presage lower-cases what it learns, so the comparison ignores ASCII case (in Presage's favour).
  * Prints one JSON object. Build: cc -O2 presage_nextword.c -o presage_nextword -lpresage */
 #include <presage.h>
@@ -79,6 +80,11 @@ int main(int argc, char **argv) {
                 while (j < (size_t)n && is_word(cp_at(s, (size_t)n, j, &wl)) && !is_cjk(cp_at(s, (size_t)n, j, &wl)))
                     j += wl;
             size_t from = i > CTX ? i - CTX : 0;
+            for (size_t q = i; q > from; q--)
+                if (s[q - 1] == 0x1e) { /* documents are separated by 0x1E: context stays in its document */
+                    from = q;
+                    break;
+                }
             memcpy(past, s + from, i - from);
             past[i - from] = 0;
             char **pred = NULL;
