@@ -212,9 +212,10 @@ LAYA_API const char *laya_cpu_backend(void);
  * with laya_session_set_context.
  *
  * prob is the model's probability of the candidate given the context and what was typed: the product of
- * its token probabilities, where each token constrained by the typed characters is renormalized over the
- * tokens consistent with them (so the probabilities of all completions of a prefix sum to at most 1), times
- * the probability that the word ends there (the mass of tokens that begin with a boundary). confidence is
+ * its token probabilities, the first renormalized over the tokens consistent with the typed characters
+ * (the prompt ends before them, where the tokenizer would not split: the consistent mass is the probability
+ * of the typed prefix), times the probability that the word ends there (the mass of tokens that begin with
+ * a boundary). The probabilities of all completions of a prefix sum to at most 1. confidence is
  * prob through the model's calibration map (a monotone piecewise-linear table fitted on held-out text by
  * `laya eval --fit-calibration`; stored in GGUF metadata "laya.calibration.prob"/"laya.calibration.hit"
  * or set with laya_session_set_calibration; identity when absent). See docs/EVALUATION.md. */
@@ -245,6 +246,9 @@ typedef struct laya_session_params {
     int32_t async;          /* 1: start a worker thread for laya_session_submit/poll (default 0) */
     float min_prob;         /* candidates (and partial hypotheses) below this probability are dropped early:
                                they are noise to a user and cost decode steps (default 0.001; 0: keep all) */
+    int32_t focused_output; /* 1: a constrained step after the first computes only the allowed tokens' logits
+                               (laya_get_logits_subset: faster) and renormalizes over them; 0 (default): full
+                               logits and the model's own probability (see prob below) */
     int32_t beam;           /* hypotheses kept per step (sequence slots), 1..LAYA_MAX_CANDIDATES; 0 (default):
                                max(n_candidates, 8). Wider finds more multi-token words, at a cost per step */
     const char *user_dict;  /* path of the user dictionary file (boosts, learning), or NULL; copied */

@@ -978,12 +978,13 @@ static laya_status expand(laya_session *s, const hyp *h, int32_t *n_pool) {
         /* Renormalize at the first step only: there the prompt ends where the tokenizer would not have
          * split, so the model's mass over the consistent tokens is the probability of the typed prefix.
          * Later steps keep the model's own probabilities: a path on which the rest of the typed text is
-         * unlikely (" I" then "should" for "Ish") is worth little, and renormalizing would inflate it. */
+         * unlikely (" I" then "should" for "Ish") is worth little, and renormalizing would inflate it.
+         * With params.focused_output a later step has only the allowed tokens' logits (no normalizer)
+         * and renormalizes over them instead. */
         double lz = mx + log(sum);
         if (h->n_tok > 0) {
             if (h->row == -1 || h->hidden) {
-                /* subset logits only: their normalizer needs the full row, which this row does not have;
-                 * fall back to renormalizing (exact for the full vocabulary only) */
+                /* focused output: renormalized over the allowed tokens */
             } else {
                 float fmx = -INFINITY;
                 for (int32_t i = 0; i < nv; i++) fmx = LAYA_MAX(fmx, full[i]);
@@ -1074,7 +1075,7 @@ static laya_status decode_hyps(laya_session *s, hyp *hs, int32_t n) {
         if ((st = laya_seq_truncate(s->ctx, j, l)))
             return laya_err(s->err, sizeof s->err, st, "truncate: %s", laya_context_error(s->ctx));
         int want = LAYA_WANT_LOGITS;
-        if (s->use_subset && !getenv("LAYA_NOSUB") && c->gen_len < s->heal_len &&
+        if (s->use_subset && s->p.focused_output && c->n_tok > 0 && c->gen_len < s->heal_len &&
             vt_count_consistent(&s->vt, s->heal + c->gen_len, (size_t)(s->heal_len - c->gen_len)) <= s->n_vocab / 8)
             want = LAYA_WANT_HIDDEN;
         for (int32_t p = l; p < xn; p++) {

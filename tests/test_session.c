@@ -343,6 +343,22 @@ static void test_robust(const laya_model *m) {
     }
 }
 
+/* The focused output layer for constrained steps: same kind of answer, every candidate consistent. */
+static void test_focused(const laya_model *m) {
+    laya_session_params p = laya_session_default_params();
+    p.focused_output = 1;
+    p.min_prob = 0;
+    laya_session *s = NULL;
+    CHECK(laya_session_create(m, p, &s, NULL, 0) == LAYA_OK, "create focused");
+    if (!s) return;
+    char buf[2048];
+    const laya_candidate *c;
+    int n = decide(s, "This program is free software: you can redistribute it and/or modi", NULL, buf, sizeof buf, &c);
+    CHECK(n > 0, "focused: no candidates");
+    for (int i = 0; i < n; i++) CHECK(starts_with(c[i].text, "modi") && c[i].kind == LAYA_KIND_COMPLETE, "focused: %s", buf);
+    laya_session_free(s);
+}
+
 /* The keystroke path: set_text and suggest over typing, backspace, paste, jumps, bad and huge input. */
 static void test_no_alloc(const laya_model *m) {
     laya_session *s = make(m, LAYA_MODE_TEXT, 5);
@@ -380,7 +396,17 @@ static void test_no_alloc(const laya_model *m) {
     laya_session_free(code);
     laya_session_free(as);
 
-    /* out-of-memory during create: every failure point gives NOMEM and leaks nothing */
+    /* out-of-memory during create: every failure point gives NOMEM and leaks nothing. One thread: the
+     * pool's workers would free their start arguments concurrently with the (unsynchronized) counters. */
+    const char *dir = getenv("LAYA_FIXTURES") ? getenv("LAYA_FIXTURES") : "build/fixtures";
+    char path[512];
+    snprintf(path, sizeof path, "%s/tiny-llama-f16.gguf", dir);
+    laya_model_params mp = laya_model_default_params();
+    mp.n_threads = 1;
+    laya_model *m1 = NULL;
+    CHECK(laya_model_load(path, mp, &m1, NULL, 0) == LAYA_OK, "load with one thread");
+    if (!m1) return;
+    m = m1;
     laya_session_params p = laya_session_default_params();
     p.warmup = 0;
     for (long fail = 1; fail < 200; fail++) {
@@ -399,6 +425,7 @@ static void test_no_alloc(const laya_model *m) {
         }
         CHECK(st == LAYA_ERR_NOMEM && !t && live == 0, "fail at %ld: status %d, %ld live", fail, st, live);
     }
+    laya_model_free(m1);
 }
 
 static void test_sensitive(const laya_model *m) {
@@ -528,6 +555,7 @@ int main(void) {
     test_fim_rollback(qwen3);
     test_rollback(llama);
     test_robust(llama);
+    test_focused(llama);
     test_no_alloc(llama);
     test_sensitive(llama);
     test_accept_warm(llama);

@@ -26,6 +26,7 @@ int cmd_type(int argc, char **argv);
     "  -k K              candidates (1..16)\n"                                                               \
     "  --max-tokens N    tokens per candidate (default 4)\n"                                                 \
     "  --beam B          hypotheses kept per step (default max(k, 8))\n"                                     \
+    "  --focused         constrained steps compute only the allowed tokens' logits (faster, renormalized)\n" \
     "  --threads N       worker threads (default 2)\n"                                                       \
     "  --calibration F   confidence map (lines \"prob hit\"); default MODEL.calib when it exists\n"         \
     "  --user-dict F     user dictionary file (boosts words the user added or accepted)\n"                 \
@@ -65,7 +66,7 @@ int cmd_type(int argc, char **argv);
 typedef struct sess_opts {
     const char *model, *mode, *text_file, *after, *context, *calib, *fit_out, *user_dict, *text, *min_prob;
     long k, max_tokens, threads, max_chars, beam;
-    int json, learn;
+    int json, learn, focused;
 } sess_opts;
 
 static double now_ms(void) {
@@ -98,6 +99,7 @@ static int parse_opts(const char *cmd, const char *help, int argc, char **argv, 
         else if (arg_int(&p, NULL, "--max-chars", 1, LONG_MAX / 2, &o->max_chars)) {}
         else if (arg_is(&p, NULL, "--json")) o->json = 1;
         else if (arg_is(&p, NULL, "--learn")) o->learn = 1;
+        else if (arg_is(&p, NULL, "--focused")) o->focused = 1;
         else if (argv[p.i][0] == '-' && argv[p.i][1] != 0) return cli_usage_error(cmd, "unknown option '%s'", argv[p.i]);
         else if (!o->text) o->text = argv[p.i];
         else return cli_usage_error(cmd, "unexpected argument '%s'", argv[p.i]);
@@ -158,6 +160,7 @@ static int open_session(const char *cmd, const sess_opts *o, long k_default, ses
     sp.n_candidates = (int32_t)(o->k ? o->k : k_default);
     if (o->max_tokens) sp.max_tokens = (int32_t)o->max_tokens;
     if (o->beam) sp.beam = (int32_t)o->beam;
+    sp.focused_output = o->focused;
     sp.user_dict = o->user_dict;
     if (o->min_prob) {
         char *end;
