@@ -70,9 +70,11 @@ $(BUILD)/fixtures/hf/%/config.json: tests/fixtures/hf/%.tar.xz
 fixtures: $(FIXTURES) $(HF_FIXTURES)
 
 # The main job on the bundled model: a greedy continuation.
-demo: all $(BUILD)/fixtures/tiny-qwen3-f16.gguf
-	$(BUILD)/laya info -m $(BUILD)/fixtures/tiny-qwen3-f16.gguf
-	$(BUILD)/laya run -m $(BUILD)/fixtures/tiny-qwen3-f16.gguf -p "The file system" -n 24
+demo: all
+	$(BUILD)/laya info
+	$(BUILD)/laya suggest "Thank you for your help with the rep"
+	$(BUILD)/laya suggest "I will send it to you "
+	$(BUILD)/laya run -p "<|endoftext|><|prose|>The meeting is moved to" -n 24
 
 # NEON kernels are cross-compiled and run under qemu-user when the tools are installed (CI installs them).
 HAVE_CROSS := $(shell command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && command -v qemu-aarch64 >/dev/null 2>&1 && echo 1)
