@@ -6,7 +6,7 @@
  * FILE holds documents separated by the byte 0x1E (as train/data/build.py writes the test split); each
  * document starts a fresh context "<|endoftext|><|kind|>" when the model has those tokens.
  *
- * Words: a run of letters, digits and '_' (beyond ASCII: any code point from U+00C0 up that is not
+ * Words: as train/eval/words.h defines them (shared with presage_nextword.c):
  * punctuation), except that each CJK character is a word of its own. This is the definition
  * train/eval/presage_nextword.c uses, so the two are measured on the same positions.
  *
@@ -32,6 +32,8 @@
 
 #include "laya.h"
 
+#include "words.h"
+
 #define WIN 384    /* tokens decoded per window */
 #define STEP 256   /* windows advance by this; the first 128 tokens of a later window are context only */
 #define MAXW 16    /* most beam rows */
@@ -39,18 +41,6 @@
 #define TOPM 24    /* tokens looked at per expansion */
 #define NCAND 64
 
-static int is_cjk(uint32_t c) {
-    return (c >= 0x3040 && c <= 0x30FF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x4E00 && c <= 0x9FFF) ||
-           (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x20000 && c <= 0x2FFFF);
-}
-static int is_word(uint32_t c) {
-    if (c < 128) return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-    if (c >= 0x2000 && c <= 0x206F) return 0;
-    if (c >= 0x3000 && c <= 0x303F) return 0;
-    if (c >= 0xFF00 && c <= 0xFF0F) return 0;
-    if (c >= 0xFF1A && c <= 0xFF20) return 0;
-    return c >= 0xC0;
-}
 
 /* Decode one code point at s[i] (n bytes left). Returns its length, 0 if the sequence is incomplete. */
 static int cp_at(const unsigned char *s, size_t n, uint32_t *cp) {

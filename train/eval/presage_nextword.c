@@ -16,6 +16,8 @@
 #include <strings.h>
 #include <time.h>
 
+#include "words.h"
+
 #define CTX 4000
 
 static char past[CTX + 1];
@@ -33,20 +35,6 @@ static uint32_t cp_at(const unsigned char *s, size_t n, size_t i, size_t *len) {
     return v;
 }
 
-static int is_cjk(uint32_t c) {
-    return (c >= 0x3040 && c <= 0x30FF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x4E00 && c <= 0x9FFF) ||
-           (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x20000 && c <= 0x2FFFF);
-}
-/* letters/digits/_ : ASCII exactly; beyond ASCII every code point from U+00C0 up, except punctuation
- * blocks, counts as a letter (close enough to `laya eval` for Latin text, which is what Presage handles) */
-static int is_word(uint32_t c) {
-    if (c < 128) return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-    if (c >= 0x2000 && c <= 0x206F) return 0;
-    if (c >= 0x3000 && c <= 0x303F) return 0;
-    if (c >= 0xFF00 && c <= 0xFF0F) return 0;
-    if (c >= 0xFF1A && c <= 0xFF20) return 0;
-    return c >= 0xC0;
-}
 
 int main(int argc, char **argv) {
     if (argc < 3) {
