@@ -47,6 +47,8 @@ size_t qt_row_bytes(uint32_t type, int64_t n);
 int qt_quantize_row(uint32_t type, const float *x, void *dst, int64_t n);
 int qt_dequantize_row(uint32_t type, const void *src, float *y, int64_t n);
 
+/* Element i of an MLX scales or biases tensor (F32, F16 or BF16; need not be aligned) as a float. */
+float mlx_sb_get(uint32_t t, const void *p, int64_t i);
 /* MLX affine quantization (see kernels.h): dequantize / quantize one row of K values. The quantizer
  * follows mlx.core.quantize's CPU path (quant.c documents the algorithm: per group the larger-magnitude
  * extreme is the exact edge, so bias is that edge and scale may be negative) and is used by tests and

@@ -277,7 +277,7 @@ static int mlx_params_ok(int bits, int group, uint32_t sb_type, int64_t K) {
 
 /* Scales and biases are read and written with memcpy: a tensor in a safetensors file need not be
  * aligned. */
-static float mlx_sb_get(uint32_t t, const void *p, int64_t i) {
+float mlx_sb_get(uint32_t t, const void *p, int64_t i) {
     if (t == QT_F32) {
         float f;
         memcpy(&f, (const uint8_t *)p + 4 * i, 4);

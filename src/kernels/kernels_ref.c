@@ -167,18 +167,6 @@ static void ref_axpy_f32(float *y, float a, const float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
 }
 
-/* Scale or bias i as a float. memcpy, because a tensor in a safetensors file need not be aligned. */
-static float sb_at(uint32_t t, const void *p, int64_t i) {
-    if (t == QT_F32) {
-        float f;
-        memcpy(&f, (const uint8_t *)p + 4 * i, 4);
-        return f;
-    }
-    uint16_t h;
-    memcpy(&h, (const uint8_t *)p + 2 * i, 2);
-    return t == QT_F16 ? fp16_to_f32(h) : bf16_to_f32(h);
-}
-
 /* MLX affine weights (layout in kernels.h and quant.c). Per group, sum_q = sum(q * x) and
  * sum_x = sum(x), then y += scale * sum_q + bias * sum_x: the same as the dot product with the
  * dequantized row, up to float rounding. Every table groups the arithmetic this way, though the SIMD
@@ -204,7 +192,7 @@ static void ref_matmul_mlx(int bits, int group, const uint32_t *W, const void *s
                     sum_x += xb[k];
                 }
                 size_t i = (size_t)r * (size_t)groups + (size_t)g;
-                sum += sb_at(sb_type, scales, (int64_t)i) * sum_q + sb_at(sb_type, biases, (int64_t)i) * sum_x;
+                sum += mlx_sb_get(sb_type, scales, (int64_t)i) * sum_q + mlx_sb_get(sb_type, biases, (int64_t)i) * sum_x;
             }
             y[(size_t)b * ldy + (size_t)r] = sum;
         }
