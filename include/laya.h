@@ -172,6 +172,14 @@ LAYA_API laya_status laya_seq_fork(laya_context *c, int32_t src, int32_t dst, in
 LAYA_API laya_status laya_quantize_file(const char *in_path, const char *out_path, const char *type,
                                         char *err, size_t errlen);
 
+/* Copy a GGUF model file with Laya's typing metadata added or replaced; tensors and all other metadata are
+ * copied verbatim. words_path: a word list, lines "word count" (the known words that typo decisions choose
+ * from and that are never corrected lightly; laya.words / laya.word_counts). calib_path: the confidence
+ * map, lines "prob hit" as `laya eval --fit-calibration` writes it (laya.calibration.prob / .hit). Either
+ * may be NULL: that part is left as it is. */
+LAYA_API laya_status laya_annotate_file(const char *in_path, const char *out_path, const char *words_path,
+                                        const char *calib_path, char *err, size_t errlen);
+
 /* Write a model directory (Hugging Face safetensors + config.json + tokenizer.json, or MLX 4/8-bit) as a
  * GGUF file in llama.cpp's conventions, weights re-encoded to type ("F32", "F16", "Q8_0", "Q4_0"; NULL =
  * "F16"). A 4-bit file keeps its output matrix at 6 or 8 bits, as llama.cpp does. */
@@ -244,8 +252,10 @@ typedef struct laya_session_params {
     uint32_t normalize;     /* LAYA_NORM_* bits, or LAYA_NORM_MODE_DEFAULT */
     int32_t warmup;         /* 1 (default): run a decision at create so the first keystroke is not slower */
     int32_t async;          /* 1: start a worker thread for laya_session_submit/poll (default 0) */
-    float min_prob;         /* candidates (and partial hypotheses) below this probability are dropped early:
-                               they are noise to a user and cost decode steps (default 0.001; 0: keep all) */
+    float min_prob;         /* candidates (and partial hypotheses) below this probability are dropped early,
+                               saving decode steps (default 0: keep all; the beam already stops hypotheses
+                               that cannot reach the k best, and a long word's first candidates are often
+                               rare: 0.001 cost 4 points of keystroke savings) */
     int32_t focused_output; /* 1: a constrained step after the first computes only the allowed tokens' logits
                                (laya_get_logits_subset: faster) and renormalizes over them; 0 (default): full
                                logits and the model's own probability (see prob below) */

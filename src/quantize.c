@@ -1,5 +1,6 @@
 /* quantize.c — laya_quantize_file: re-encodes a GGUF model's weight matrices to one type, row by row
- * through F32, and copies every metadata entry verbatim (general.file_type updated). 1-D tensors (norms,
+ * through F32, and copies every metadata entry verbatim (general.file_type updated) except the confidence
+ * map (laya.calibration.*: scores shift with the encoding, so it is fitted per file). 1-D tensors (norms,
  * biases, rope factors) become F32. Not here: importance-weighted or K-quant search (plain rounding only). */
 #include <stdio.h>
 #include <unistd.h>
@@ -132,6 +133,7 @@ laya_status laya_quantize_file(const char *in_path, const char *out_path, const 
     for (uint64_t i = 0; i < gguf_n_kv(f); i++) {
         const gguf_kv *kv = gguf_kv_at(f, i);
         /* file_type is rewritten in place so that the key order stays the source's */
+        if (kv->key.n > 17 && !memcmp(kv->key.p, "laya.calibration.", 17)) continue; /* fit per file */
         if (kv->key.n == 17 && !memcmp(kv->key.p, "general.file_type", 17)) {
             have_ftype = 1;
             st = gguf_writer_set_u32(w, "general.file_type", ftype_of((uint32_t)target));

@@ -29,6 +29,8 @@
 #define TYPO_SLOTS 2      /* extra sequence slots, so scoring corrections leaves the beam's slots alone */
 #define TYPO_TOK 6        /* longest word (tokens) scored as a correction */
 #define TYPO_PRIOR 2.5    /* log-odds cost of one unit of typo cost (typo.h: a plain substitution is 1) */
+#define UD_LAMBDA 0.2     /* weight of the user-dictionary cache model against the language model */
+#define TYPO_KNOWN 6.0    /* and of replacing a word the list knows (a real-word error: about 1 in 400) */
 
 enum { TF_NOGEN = 1, TF_END_WORD = 2, TF_END_IDENT = 4, TF_END_LINE = 8 };
 enum { STOP_WORD, STOP_IDENT, STOP_LINE };
@@ -290,7 +292,7 @@ laya_session_params laya_session_default_params(void) {
                              .normalize = LAYA_NORM_MODE_DEFAULT,
                              .warmup = 1,
                              .async = 0,
-                             .min_prob = 0.001f,
+                             .min_prob = 0,
                              .beam = 0,
                              .user_dict = NULL};
     return p;
@@ -311,10 +313,21 @@ static laya_token find_token(const laya_model *m, const char *str) {
 
 static void *worker_main(void *arg);
 
-/* The words a typo may have meant: whole-word tokens of the model (a space and letters), and user words. */
+/* The words a typo may have meant: whole-word tokens of the model (a space and letters), the model file's
+ * word list (laya.words with laya.word_counts, from its training text: laya annotate), and user words. */
 static laya_status build_typos(laya_session *s) {
     laya_status st = ty_list_create(&s->typos);
     if (st) return st;
+    const gguf_file *gf = s->m->gf;
+    const gguf_kv *kw, *kc;
+    if (gf && !gguf_get_arr(gf, "laya.words", GGUF_STRING, &kw)) {
+        int counts = !gguf_get_arr(gf, "laya.word_counts", GGUF_U32, &kc) && kc->arr_n == kw->arr_n;
+        for (uint64_t i = 0; i < kw->arr_n; i++) {
+            gguf_str w = gguf_arr_str(kw, i);
+            /* a bad entry (too long, not UTF-8) is refused by ty_list_add and skipped */
+            if (w.n && w.n <= TY_WORD_MAX) ty_list_add(s->typos, w.p, (size_t)w.n, counts ? (uint32_t)gguf_arr_num(kc, i) : 1);
+        }
+    }
     for (int32_t i = 0; i < s->n_vocab; i++) {
         size_t pl;
         const char *pc = laya_token_piece(s->m, i, &pl);
@@ -1126,14 +1139,9 @@ static int stop_now(laya_session *s, double step_ms) {
     return 0;
 }
 
-/* User dictionary: a word the user added or took before gets its count and boost as a bonus. */
-static double ud_bonus(const laya_session *s, const char *w, int32_t n) {
-    if (!s->ud) return 0;
-    while (n > 0 && *w == ' ') w++, n--;
-    const ud_entry *e = n > 0 ? ud_lookup(s->ud, w, (size_t)n) : NULL;
-    if (!e) return 0;
-    return log1p(0.5 * LAYA_MIN(e->count, 20u) + (e->boost > 0 ? e->boost : 0));
-}
+/* User dictionary as a cache model: a word's weight is how often the user used it plus the boost it was
+ * added with. */
+static double ud_weight(const ud_entry *e) { return (double)e->count + (e->boost > 0 ? e->boost : 0); }
 
 /* log p(tok) under a row of logits, and log of the mass of tokens that end a word. */
 static void row_scores(const laya_session *s, const float *l, laya_token tok, double *lp_tok, double *lp_end) {
@@ -1153,6 +1161,17 @@ static void row_scores(const laya_session *s, const float *l, laya_token tok, do
  * from the typo cost; if a neighbour's posterior beats the typed word's and exceeds 1/2 (0.8 when the typed
  * word is a known word itself), it becomes a
  * `correct` candidate whose prob and confidence are that posterior. Runs in the spare slots. */
+/* A word the list knows, as typed or with its first letter lowered ("The" at a sentence start, "Ishmael"):
+ * it needs stronger evidence before it is corrected (real-word errors are rarer than non-word ones). */
+static int known_word(const laya_session *s, const char *w, size_t n) {
+    if (ty_list_find(s->typos, w, n, NULL)) return 1;
+    if (n == 0 || n > TY_WORD_MAX || w[0] < 'A' || w[0] > 'Z') return 0;
+    char b[TY_WORD_MAX];
+    memcpy(b, w, n);
+    b[0] = (char)(b[0] + 32);
+    return ty_list_find(s->typos, b, n, NULL);
+}
+
 static laya_status corrections(laya_session *s) {
     s->corr.n = 0;
     if (s->last_ws < 0) return LAYA_OK;
@@ -1170,9 +1189,20 @@ static laya_status corrections(laya_session *s) {
     double prior[MAXW];
     const char *wp[MAXW];
     size_t wl[MAXW];
+    /* The list is mostly lower case: a candidate takes the typed word's initial capital, and a candidate
+     * that differs from the typed word in case only is no correction. */
+    int cap0 = typed[0] >= 'A' && typed[0] <= 'Z', known = known_word(s, typed, tl);
+    char cbuf[MAXW][TY_WORD_MAX];
     for (size_t i = 0; i <= nf; i++) {
         const char *w = i ? tc[i - 1].word : typed;
         size_t len = i ? tc[i - 1].len : tl;
+        if (i) {
+            if (tc[i - 1].edits == 0 || len > TY_WORD_MAX) continue;
+            memcpy(cbuf[i - 1], w, len);
+            if (cap0 && cbuf[i - 1][0] >= 'a' && cbuf[i - 1][0] <= 'z') cbuf[i - 1][0] = (char)(cbuf[i - 1][0] - 32);
+            if (len == tl && !memcmp(cbuf[i - 1], typed, tl)) continue;
+            w = cbuf[i - 1];
+        }
         char buf[TY_WORD_MAX + 2];
         size_t bl = 0;
         if (s->last_anchor < s->last_ws && !s->spm_space) buf[bl++] = ' ';
@@ -1184,7 +1214,7 @@ static laya_status corrections(laya_session *s) {
             continue;
         }
         n_wt[nw] = (int32_t)got;
-        prior[nw] = i ? -TYPO_PRIOR * tc[i - 1].cost : 0;
+        prior[nw] = i ? -TYPO_PRIOR * tc[i - 1].cost - (known ? TYPO_KNOWN : 0) : 0;
         wp[nw] = w;
         wl[nw] = len;
         nw++;
@@ -1243,7 +1273,7 @@ static laya_status corrections(laya_session *s) {
     double post = exp(sc[best] - mx) / z;
     int32_t tail = s->norm_len - s->last_we;
     /* a typed word that is itself a known word needs stronger evidence (real-word errors are rarer) */
-    double need = ty_list_find(s->typos, typed, tl, NULL) ? 0.8 : 0.5;
+    double need = known ? 0.8 : 0.5;
     if (best == 0 || post <= need || wl[best] + (size_t)tail >= LAYA_CANDIDATE_MAX_BYTES) return LAYA_OK;
     laya_candidate *c = &s->corr.c[0];
     memcpy(s->corr.text[0], wp[best], wl[best]);
@@ -1315,17 +1345,42 @@ static laya_status decide(laya_session *s) {
         s->out.n = 1;
     }
     /* rank */
-    for (int32_t i = 0; i < s->n_fins; i++) s->fins[i].logp += ud_bonus(s, s->fins[i].text, s->fins[i].len);
-    if (s->ud && s->kind == LAYA_KIND_COMPLETE && s->p.mode == LAYA_MODE_TEXT) {
-        /* The user's own words that complete the prefix, when the model did not offer them (names, jargon
-         * the model never saw): a prior from how often they were used, not a model score. */
-        const ud_entry *e[LAYA_MAX_CANDIDATES];
-        int32_t partial = s->norm_len - s->word_start;
-        size_t ne = ud_prefix_top(s->ud, s->norm + s->word_start, (size_t)partial, e, (size_t)s->p.n_candidates);
-        for (size_t i = 0; i < ne; i++) {
-            if (e[i]->len <= partial || (e[i]->flags & UD_F_PHRASE)) continue;
-            double c = e[i]->count + (e[i]->boost > 0 ? e[i]->boost : 0);
-            add_fin(s, e[i]->word, e[i]->len, log(0.5 * c / (c + 2.0)));
+    if (s->ud && s->p.mode == LAYA_MODE_TEXT) {
+        /* The user's words as a cache model interpolated with the model: p = (1 - l) p_model + l p_user,
+         * p_user(w) = weight(w) / the weight of all the user's words that start with what was typed. So the
+         * names and jargon the user keeps using come up even where the model never offers them. */
+        int32_t partial = s->kind == LAYA_KIND_COMPLETE ? s->norm_len - s->word_start : 0;
+        const char *pre = s->norm + s->word_start;
+        size_t first = 0, nr = ud_prefix(s->ud, pre, (size_t)partial, &first);
+        double z = 0;
+        for (size_t i = 0; i < nr; i++) {
+            const ud_entry *e = ud_at(s->ud, first + i);
+            if (!(e->flags & UD_F_PHRASE)) z += ud_weight(e);
+        }
+        if (z > 0) {
+            for (int32_t i = 0; i < s->n_fins; i++) {
+                const char *w = s->fins[i].text;
+                int32_t n = s->fins[i].len;
+                while (n > 0 && *w == ' ') w++, n--;
+                const ud_entry *e = n > 0 ? ud_lookup(s->ud, w, (size_t)n) : NULL;
+                double pu = e && !(e->flags & UD_F_PHRASE) ? ud_weight(e) / z : 0;
+                s->fins[i].logp = log((1 - UD_LAMBDA) * exp(s->fins[i].logp) + UD_LAMBDA * pu);
+            }
+            const ud_entry *e[LAYA_MAX_CANDIDATES];
+            size_t ne = s->kind == LAYA_KIND_COMPLETE /* a next word's spacing is the model's to choose */
+                            ? ud_prefix_top(s->ud, pre, (size_t)partial, e, (size_t)s->p.n_candidates)
+                            : 0;
+            for (size_t i = 0; i < ne; i++) {
+                if (e[i]->len <= partial || (e[i]->flags & UD_F_PHRASE)) continue;
+                int dup = 0;
+                for (int32_t j = 0; j < s->n_fins && !dup; j++) {
+                    const char *w = s->fins[j].text;
+                    int32_t n = s->fins[j].len;
+                    while (n > 0 && *w == ' ') w++, n--;
+                    dup = n == e[i]->len && !memcmp(w, e[i]->word, (size_t)n);
+                }
+                if (!dup) add_fin(s, e[i]->word, e[i]->len, log(UD_LAMBDA * ud_weight(e[i]) / z));
+            }
         }
     }
     qsort(s->fins, (size_t)s->n_fins, sizeof(fin), cmp_fin);

@@ -2,6 +2,7 @@
  * model and checks its machine-readable outputs against the library, quantize's output types, and that
  * bad arguments and broken model files give a message and a non-zero exit, never a crash.
  * Not here: numerical accuracy (test_parity.c) or tokenizer parity (test_tokenizer.c). */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -308,6 +309,80 @@ static void test_quantize(void) {
     }
 }
 
+/* annotate: typing metadata written, read back, refused when malformed; quantize drops the calibration. */
+static void test_annotate(void) {
+    char w[1300], c[1300], out[1300], q[1300], bad[1300];
+    snprintf(w, sizeof w, "%s/an_words.tsv", g_dir);
+    snprintf(c, sizeof c, "%s/an_calib.txt", g_dir);
+    snprintf(out, sizeof out, "%s/an.gguf", g_dir);
+    snprintf(q, sizeof q, "%s/an_q8.gguf", g_dir);
+    snprintf(bad, sizeof bad, "%s/an_bad.txt", g_dir);
+    write_str(w, "# word list\nzebra\t5\nquokka 3\n\nokapi\n");
+    write_str(c, "# map\n0.1 0.05\n0.9 0.5\n");
+    result r = run_laya(NULL, "annotate %s %s --words %s --calibration %s", g_model, out, w, c);
+    CHECK(r.code == 0 && !r.crashed, "annotate exit %d: %s", r.code, r.err);
+    result_free(&r);
+    gguf_file *f = NULL;
+    const gguf_kv *kw, *kc, *kx, *ky;
+    CHECK(gguf_open(out, &f, NULL, 0) == LAYA_OK, "annotated file opens");
+    if (f) {
+        CHECK(!gguf_get_arr(f, "laya.words", GGUF_STRING, &kw) && kw->arr_n == 3 && gguf_arr_str(kw, 1).n == 6 &&
+                  !memcmp(gguf_arr_str(kw, 1).p, "quokka", 6),
+              "laya.words");
+        CHECK(!gguf_get_arr(f, "laya.word_counts", GGUF_U32, &kc) && kc->arr_n == 3 && gguf_arr_num(kc, 0) == 5 &&
+                  gguf_arr_num(kc, 2) == 1,
+              "laya.word_counts");
+        CHECK(!gguf_get_arr(f, "laya.calibration.prob", GGUF_F32, &kx) && kx->arr_n == 2 &&
+                  !gguf_get_arr(f, "laya.calibration.hit", GGUF_F32, &ky) && fabs(gguf_arr_num(ky, 1) - 0.5) < 1e-6,
+              "laya.calibration");
+        CHECK(gguf_n_tensors(f) > 0, "tensors copied");
+        gguf_close(f);
+    }
+    /* the session reads the map: confidence = map(prob) */
+    r = run_laya(NULL, "suggest -m %s -k 2 --json 'the'", out);
+    json_doc *d = parse_out(&r);
+    const json_value *c0 = d ? json_at(jpath(json_root(d), "candidates", NULL), 0) : NULL;
+    if (c0 && json_get(c0, "prob") && json_get(c0, "confidence")) {
+        double p = json_get(c0, "prob")->num, cf = json_get(c0, "confidence")->num;
+        double want = p <= 0.1 ? 0.05 : p >= 0.9 ? 0.5 : 0.05 + (p - 0.1) / 0.8 * 0.45;
+        CHECK(fabs(cf - want) < 1e-3, "confidence %g for prob %g, want %g", cf, p, want);
+    } else CHECK(0, "suggest on the annotated model: %s", r.err);
+    json_free(d);
+    result_free(&r);
+    /* quantizing keeps the words, drops the map (it is fitted per file) */
+    r = run_laya(NULL, "quantize %s %s Q8_0", out, q);
+    CHECK(r.code == 0, "quantize annotated: %s", r.err);
+    result_free(&r);
+    if (gguf_open(q, &f, NULL, 0) == LAYA_OK) {
+        CHECK(!gguf_get_arr(f, "laya.words", GGUF_STRING, &kw) && kw->arr_n == 3, "quantize keeps laya.words");
+        CHECK(!gguf_find_kv(f, "laya.calibration.prob") && !gguf_find_kv(f, "laya.calibration.hit"),
+              "quantize drops the calibration");
+        gguf_close(f);
+    } else CHECK(0, "quantized annotated file opens");
+    /* malformed inputs: a clear error, never a crash */
+    static const char *const bad_words[] = {"two words here\n", "zebra 5x\n", "", "a\xff\xfe 3\n"};
+    for (size_t i = 0; i < sizeof bad_words / sizeof bad_words[0]; i++) {
+        write_str(bad, bad_words[i]);
+        r = run_laya(NULL, "annotate %s %s --words %s", g_model, q, bad);
+        CHECK(r.code != 0 && !r.crashed && strstr(r.err, "annotate"), "bad word list %zu: exit %d: %s", i, r.code, r.err);
+        result_free(&r);
+    }
+    static const char *const bad_cal[] = {"0.5 0.5\n", "0.9 0.5\n0.1 0.6\n", "0.1 0.5\n0.9 0.4\n", "0.1 2\n0.9 3\n", "x y\n"};
+    for (size_t i = 0; i < sizeof bad_cal / sizeof bad_cal[0]; i++) {
+        write_str(bad, bad_cal[i]);
+        r = run_laya(NULL, "annotate %s %s --calibration %s", g_model, q, bad);
+        CHECK(r.code != 0 && !r.crashed && strstr(r.err, "annotate"), "bad calibration %zu: exit %d: %s", i, r.code, r.err);
+        result_free(&r);
+    }
+    r = run_laya(NULL, "annotate %s %s", g_model, q);
+    CHECK(r.code == 2, "annotate with nothing to add is a usage error: %d", r.code);
+    result_free(&r);
+    r = run_laya(NULL, "annotate %s %s --words %s/missing.tsv", g_model, q, g_dir);
+    CHECK(r.code != 0 && !r.crashed && strstr(r.err, "cannot open"), "missing word list: %s", r.err);
+    result_free(&r);
+    unlink(w), unlink(c), unlink(out), unlink(q), unlink(bad);
+}
+
 static void test_synth(void) {
     char a[1300], b[1300];
     snprintf(a, sizeof a, "%s/s_a.gguf", g_dir);
@@ -489,6 +564,7 @@ int main(int argc, char **argv) {
     test_tokenize(m);
     test_score_run();
     test_quantize();
+    test_annotate();
     test_synth();
     test_bench();
     test_errors();

@@ -46,6 +46,38 @@ int cmd_quantize(int argc, char **argv) {
     return CLI_OK;
 }
 
+#define HELP_ANNOTATE                                                                                        \
+    "usage: laya annotate IN.gguf OUT.gguf [--words FILE] [--calibration FILE]\n"                              \
+    "Copies a GGUF model with Laya's typing metadata added or replaced; tensors are copied as they are.\n"   \
+    "  --words FILE        known words for typo decisions, lines \"word count\" (laya.words)\n"               \
+    "  --calibration FILE  confidence map, lines \"prob hit\" from laya eval --fit-calibration\n"            \
+    "                      (laya.calibration.*; fit it for this file: quantizing drops it)\n"
+
+int cmd_annotate(int argc, char **argv) {
+    argp p = {"annotate", argc, argv, 0, 0};
+    const char *pos[2], *words = NULL, *calib = NULL;
+    int n_pos = 0;
+    for (p.i = 0; p.i < argc; p.i++) {
+        const char *v;
+        if (arg_help(&p)) {
+            fputs(HELP_ANNOTATE, stdout);
+            return CLI_OK;
+        }
+        if ((v = arg_str(&p, NULL, "--words"))) words = v;
+        else if ((v = arg_str(&p, NULL, "--calibration"))) calib = v;
+        else if (p.bad) return CLI_USAGE;
+        else if (argv[p.i][0] == '-' && argv[p.i][1]) return cli_usage_error("annotate", "unknown option '%s'", argv[p.i]);
+        else if (n_pos == 2) return cli_usage_error("annotate", "too many arguments");
+        else pos[n_pos++] = argv[p.i];
+    }
+    if (n_pos != 2) return cli_usage_error("annotate", "expected IN.gguf OUT.gguf");
+    if (!words && !calib) return cli_usage_error("annotate", "nothing to add: give --words and/or --calibration");
+    char err[LAYA_ERR_MSG_MAX] = "";
+    laya_status st = laya_annotate_file(pos[0], pos[1], words, calib, err, sizeof err);
+    if (st) return cli_fail("annotate: %s", err[0] ? err : laya_status_str(st));
+    return CLI_OK;
+}
+
 int cmd_convert(int argc, char **argv) {
     argp p = {"convert", argc, argv, 0, 0};
     const char *pos[2], *type = "F16";

@@ -30,7 +30,7 @@ int cmd_type(int argc, char **argv);
     "  --threads N       worker threads (default 2)\n"                                                       \
     "  --calibration F   confidence map (lines \"prob hit\"); default MODEL.calib when it exists\n"         \
     "  --user-dict F     user dictionary file (boosts words the user added or accepted)\n"                 \
-    "  --min-prob P      drop candidates less likely than P (default 0.001; 0 keeps all)\n"
+    "  --min-prob P      drop candidates less likely than P (default 0: keep all)\n"
 
 #define HELP_SUGGEST                                                                                         \
     "usage: laya suggest [-m MODEL] [--mode text|code|shell] [-k 5] [--json] [--after TEXT]\n"              \
@@ -44,16 +44,22 @@ int cmd_type(int argc, char **argv);
 
 #define HELP_EVAL                                                                                            \
     "usage: laya eval [-m MODEL] --text FILE [-k 3] [--mode M] [--json] [--max-chars N]\n"                  \
-    "                 [--fit-calibration OUT] [--learn]\n"                                                             \
+    "                 [--count presage|chars] [--fit-calibration OUT] [--dump-probs F] [--learn]\n"                                                             \
     "Simulates a user typing FILE one character at a time. Before each character of a word the session\n" \
     "is asked for k candidates; if the word is among them, taking it costs one keystroke and completes\n"  \
-    "the word (Presage's simulator counts the same way). KSR = 1 - keystrokes / characters.\n"            \
+    "the word. KSR = 1 - keystrokes / characters. --count presage (default) counts as Presage's\n"        \
+    "presage_simulator: a word is a run of characters other than blanks and ASCII punctuation, it\n"      \
+    "costs its length plus one (the space) without prediction, taking a candidate also inserts the\n"    \
+    "space, and punctuation is neither typed nor counted. --count chars counts every character of\n"     \
+    "FILE, punctuation and spaces included, and a taken candidate is followed by a typed space.\n"       \
     "next_word_top1/top3: at each word start, the share of words that are the first / among the first 3\n" \
     "candidates given all text before them. --json prints\n"                                               \
     "  {\"chars\":N,\"keystrokes\":M,\"ksr\":x,\"next_word_top1\":a,\"next_word_top3\":b,\n"                \
     "   \"latency_ms\":{\"p50\":..,\"p95\":..,\"p99\":..,\"max\":..}}\n"                                    \
     "latency is per decision (set_text + suggest). --fit-calibration writes the isotonic (PAV) map from\n" \
-    "every shown candidate's prob to whether it was the word typed, as lines \"prob hit\".\n"               \
+    "every shown candidate's prob to whether it was the word typed, as lines \"prob hit\" (corrections\n"  \
+    "are left out: they are about the word before). --dump-probs F writes \"prob confidence hit\" for\n"  \
+    "each of those candidates (a reliability plot: train/eval/reliability.py).\n"                          \
     "--learn: the simulated user's words are learned as they are finished (a fresh user dictionary in a\n" \
     "temporary file, as Presage's simulator learns online); without it nothing is learned.\n" HELP_COMMON
 
@@ -64,7 +70,7 @@ int cmd_type(int argc, char **argv);
     "text stays context), Ctrl-U clears, Ctrl-C or Ctrl-D quits.\n" HELP_COMMON
 
 typedef struct sess_opts {
-    const char *model, *mode, *text_file, *after, *context, *calib, *fit_out, *user_dict, *text, *min_prob;
+    const char *model, *mode, *text_file, *after, *context, *calib, *fit_out, *user_dict, *text, *min_prob, *count, *dump_out;
     long k, max_tokens, threads, max_chars, beam;
     int json, learn, focused;
 } sess_opts;
@@ -92,6 +98,8 @@ static int parse_opts(const char *cmd, const char *help, int argc, char **argv, 
         else if ((v = arg_str(&p, NULL, "--fit-calibration"))) o->fit_out = v;
         else if ((v = arg_str(&p, NULL, "--user-dict"))) o->user_dict = v;
         else if ((v = arg_str(&p, NULL, "--min-prob"))) o->min_prob = v;
+        else if ((v = arg_str(&p, NULL, "--count"))) o->count = v;
+        else if ((v = arg_str(&p, NULL, "--dump-probs"))) o->dump_out = v;
         else if (arg_int(&p, "-k", "--candidates", 1, 16, &o->k)) {}
         else if (arg_int(&p, NULL, "--max-tokens", 1, 32, &o->max_tokens)) {}
         else if (arg_int(&p, NULL, "--beam", 1, 16, &o->beam)) {}
@@ -105,6 +113,8 @@ static int parse_opts(const char *cmd, const char *help, int argc, char **argv, 
         else return cli_usage_error(cmd, "unexpected argument '%s'", argv[p.i]);
         if (p.bad) return CLI_USAGE;
     }
+    if (o->count && strcmp(o->count, "presage") && strcmp(o->count, "chars"))
+        return cli_usage_error(cmd, "--count must be presage or chars, not '%s'", o->count);
     if (o->mode && strcmp(o->mode, "text") && strcmp(o->mode, "code") && strcmp(o->mode, "shell"))
         return cli_usage_error(cmd, "--mode must be text, code or shell, not '%s'", o->mode);
     return CLI_OK;
@@ -250,13 +260,23 @@ static int wchar_at(const char *t, size_t n, size_t i) {
     return 0;
 }
 
+/* Presage's simulator splits its input into words at blanks and ASCII punctuation (its default
+ * blankspace and separator sets); every other byte, including UTF-8, belongs to a word. */
+static int presage_wchar_at(const char *t, size_t n, size_t i) {
+    (void)n;
+    unsigned char c = (unsigned char)t[i];
+    if (c >= 0x80) return 1;
+    if (c <= ' ' || c == 0x7f) return 0;
+    return !((c >= '!' && c <= '/') || (c >= ':' && c <= '@') || (c >= '[' && c <= '`') || (c >= '{' && c <= '~'));
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
 typedef struct ph {
-    float p;
+    float p, conf;
     uint8_t hit;
 } ph;
 
@@ -355,18 +375,30 @@ int cmd_eval(int argc, char **argv) {
     size_t cap_lat = 1024, n_lat = 0, cap_ph = 1024, n_ph = 0;
     double *lat = malloc(cap_lat * sizeof *lat);
     ph *phs = malloc(cap_ph * sizeof *phs);
+    /* presage: chars = sum over words of (characters + 1), a word costs the characters typed before it
+     * was taken plus one (taking it inserts the space), or all its characters plus the space.
+     * chars: every character of the file costs one unless it was inside a taken word. */
+    int presage = !o.count || !strcmp(o.count, "presage");
+    int trace = getenv("LAYA_EVAL_TRACE") != NULL; /* one line per decision on stderr */
+    int progress = getenv("LAYA_EVAL_PROGRESS") != NULL;
+    int (*is_wc)(const char *, size_t, size_t) = presage ? presage_wchar_at : wchar_at;
     long chars = 0, keys = 0, nw = 0, top1 = 0, top3 = 0;
-    for (size_t i = 0; i < n; i++) chars += ((unsigned char)t[i] & 0xC0) != 0x80;
+    if (!presage)
+        for (size_t i = 0; i < n; i++) chars += ((unsigned char)t[i] & 0xC0) != 0x80;
     size_t i = 0;
     while (i < n && lat && phs) {
-        if (!wchar_at(t, n, i)) {
-            keys++;
+        if (!is_wc(t, n, i)) {
+            keys += !presage;
             i++;
             while (i < n && ((unsigned char)t[i] & 0xC0) == 0x80) i++;
             continue;
         }
         size_t ws = i, we = i;
-        while (we < n && wchar_at(t, n, we)) we++;
+        while (we < n && is_wc(t, n, we)) we++;
+        if (presage) {
+            for (size_t j = ws; j < we; j++) chars += ((unsigned char)t[j] & 0xC0) != 0x80;
+            chars++, keys++; /* the space after the word: typed, or inserted with a taken candidate */
+        }
         int at_start = 1;
         for (;;) { /* before each character of the word */
             const laya_candidate *c = NULL;
@@ -385,6 +417,9 @@ int cmd_eval(int argc, char **argv) {
                 lat = nl;
             }
             lat[n_lat++] = ms;
+            if (progress && n_lat % 2000 == 0)
+                fprintf(stderr, "eval: %zu decisions, %zu of %zu bytes, keystrokes %ld of %ld so far\n", n_lat, i, n,
+                        keys, chars);
             int hit = 0, rank = -1;
             for (int32_t j = 0; j < nc; j++) {
                 const char *ct = c[j].text;
@@ -395,13 +430,14 @@ int cmd_eval(int argc, char **argv) {
                                                          : (cl == we - ws && !memcmp(ct, t + ws, cl));
                 if (eq && rank < 0) rank = j;
                 if (j < k && eq) hit = 1;
-                if (o.fit_out) {
+                if ((o.fit_out || o.dump_out) && c[j].kind != LAYA_KIND_CORRECT) { /* those are about the last word */
                     if (n_ph == cap_ph) {
                         ph *np = realloc(phs, (cap_ph *= 2) * sizeof *phs);
                         if (!np) goto oom;
                         phs = np;
                     }
                     phs[n_ph].p = c[j].prob;
+                    phs[n_ph].conf = c[j].confidence;
                     phs[n_ph++].hit = (uint8_t)eq;
                 }
             }
@@ -411,8 +447,16 @@ int cmd_eval(int argc, char **argv) {
                 top3 += rank >= 0 && rank < 3;
                 at_start = 0;
             }
+            if (trace) {
+                fprintf(stderr, "%.*s|%.*s:", (int)(i - ws), t + ws, (int)(we - i), t + i);
+                for (int32_t j = 0; j < nc && j < 5; j++)
+                    fprintf(stderr, " [%s%.*s %.3f]", c[j].kind == LAYA_KIND_CORRECT ? "!" : "", (int)c[j].text_len,
+                            c[j].text, c[j].prob);
+                fprintf(stderr, "%s\n", hit ? " HIT" : "");
+            }
             keys++;
             if (hit) {
+                keys -= presage; /* taking it inserted the space counted above */
                 i = we;
                 break;
             }
@@ -439,6 +483,18 @@ int cmd_eval(int argc, char **argv) {
                PCT(0.95), PCT(0.99), n_lat ? lat[n_lat - 1] : 0, n_lat);
     }
 #undef PCT
+    if (o.dump_out) {
+        FILE *df = fopen(o.dump_out, "w");
+        if (!df) {
+            rc = cli_fail("cannot write '%s': %s", o.dump_out, strerror(errno));
+            goto done;
+        }
+        for (size_t q = 0; q < n_ph; q++) fprintf(df, "%.6g %.6g %d\n", phs[q].p, phs[q].conf, phs[q].hit);
+        if (fclose(df)) {
+            rc = cli_fail("writing '%s' failed", o.dump_out);
+            goto done;
+        }
+    }
     if (o.fit_out && (rc = fit_calibration(phs, n_ph, o.fit_out))) goto done;
     rc = CLI_OK;
     goto done;

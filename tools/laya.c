@@ -169,6 +169,7 @@ static void usage(FILE *out) {
           "  run       -m MODEL (-p TEXT | --ids ..) -n N [--json]   greedy continuation\n"
           "  bench     -m MODEL [--threads N] [--reps R] [--json]   prefill and decode speed\n"
           "  quantize  IN.gguf OUT.gguf TYPE          re-encode weights (F32, F16, Q8_0, Q4_0)\n"
+          "  annotate  IN.gguf OUT.gguf [--words F] [--calibration F]   add typing metadata\n"
           "  convert   MODEL_DIR OUT.gguf [--type T]  Hugging Face / MLX directory to GGUF\n"
           "  synth     --shape NAME -o OUT.gguf --type T [--seed S]   random-weight model\n"
           "  suggest   [-m MODEL] [--mode M] [-k 5] [--json] TEXT   typing candidates for TEXT\n"
@@ -191,7 +192,7 @@ int main(int argc, char **argv) {
         const char *name;
         int (*fn)(int, char **);
     } cmds[] = {{"info", cmd_info},   {"tokenize", cmd_tokenize}, {"score", cmd_score}, {"run", cmd_run},
-                {"bench", cmd_bench}, {"quantize", cmd_quantize}, {"synth", cmd_synth}, {"convert", cmd_convert},
+                {"bench", cmd_bench}, {"quantize", cmd_quantize}, {"annotate", cmd_annotate}, {"synth", cmd_synth}, {"convert", cmd_convert},
                 {"suggest", cmd_suggest}, {"eval", cmd_eval}, {"type", cmd_type}};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (!strcmp(c, cmds[i].name)) return cmds[i].fn(argc - 2, argv + 2);
