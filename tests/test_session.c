@@ -2,6 +2,7 @@
  * decision kind, the rollback cases against a fresh session, normalization offsets, the sensitive flag,
  * invalid UTF-8 and huge inputs, the asynchronous form, and that the keystroke path never allocates.
  * Nothing here depends on timing. Needs `make fixtures` (LAYA_FIXTURES may point elsewhere). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,21 +152,33 @@ static void test_cli(void) {
         rc = pclose(f);
         CHECK(rc != 0 && strstr(out, "no model"), "missing model: %s", out);
     }
-    snprintf(cmd, sizeof cmd, "printf 'the GNU General Public License is free software.\\n' > /tmp/laya_eval_%d.txt && "
-             "%s eval -m %s/tiny-llama-f16.gguf --text /tmp/laya_eval_%d.txt -k 3 --json; rm -f /tmp/laya_eval_%d.txt",
-             (int)getpid(), bin, dir, (int)getpid(), (int)getpid());
+    /* Presage's counting (default): 8 words of 40 letters, each with its space, punctuation not counted;
+     * --count chars: all 49 characters. Either way a taken word costs at least one keystroke. */
+    for (int strict = 0; strict < 2; strict++) {
+        snprintf(cmd, sizeof cmd,
+                 "printf 'the GNU General Public License is free software.\\n' > /tmp/laya_eval_%d.txt && "
+                 "%s eval -m %s/tiny-llama-f16.gguf --text /tmp/laya_eval_%d.txt -k 3 --json%s; rm -f /tmp/laya_eval_%d.txt",
+                 (int)getpid(), bin, dir, (int)getpid(), strict ? " --count chars" : "", (int)getpid());
+        f = popen(cmd, "r");
+        n = f ? fread(out, 1, sizeof out - 1, f) : 0;
+        rc = f ? pclose(f) : -1;
+        out[n] = 0;
+        long chars = -1, keys = -1;
+        double ksr = -1, t1 = -1, t3 = -1;
+        int got = sscanf(out, "{\"chars\":%ld,\"keystrokes\":%ld,\"ksr\":%lf,\"next_word_top1\":%lf,\"next_word_top3\":%lf,",
+                         &chars, &keys, &ksr, &t1, &t3);
+        CHECK(rc == 0 && got == 5 && chars == (strict ? 49 : 48) && keys >= (strict ? 9 : 8) && keys < chars &&
+                  fabs(ksr - (1.0 - (double)keys / (double)chars)) < 1e-3 && t3 >= t1 &&
+                  strstr(out, "\"latency_ms\":{\"p50\":") && strstr(out, "\"p95\":") && strstr(out, "\"p99\":") &&
+                  strstr(out, "\"max\":"),
+              "eval --json%s: %s", strict ? " --count chars" : "", out);
+    }
+    snprintf(cmd, sizeof cmd, "%s eval -m %s/tiny-llama-f16.gguf --text /dev/null --count bogus 2>&1", bin, dir);
     f = popen(cmd, "r");
     n = f ? fread(out, 1, sizeof out - 1, f) : 0;
     rc = f ? pclose(f) : -1;
     out[n] = 0;
-    long chars = -1, keys = -1;
-    double ksr = -1, t1 = -1, t3 = -1;
-    int got = sscanf(out, "{\"chars\":%ld,\"keystrokes\":%ld,\"ksr\":%lf,\"next_word_top1\":%lf,\"next_word_top3\":%lf,",
-                     &chars, &keys, &ksr, &t1, &t3);
-    CHECK(rc == 0 && got == 5 && chars == 49 && keys > 0 && keys < chars && ksr > 0 && t3 >= t1 &&
-              strstr(out, "\"latency_ms\":{\"p50\":") && strstr(out, "\"p95\":") && strstr(out, "\"p99\":") &&
-              strstr(out, "\"max\":"),
-          "eval --json: %s", out);
+    CHECK(rc != 0 && strstr(out, "--count"), "eval --count bogus: %s", out);
 }
 
 static void test_modes(const laya_model *m) {

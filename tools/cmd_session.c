@@ -382,7 +382,7 @@ int cmd_eval(int argc, char **argv) {
     int trace = getenv("LAYA_EVAL_TRACE") != NULL; /* one line per decision on stderr */
     int progress = getenv("LAYA_EVAL_PROGRESS") != NULL;
     int (*is_wc)(const char *, size_t, size_t) = presage ? presage_wchar_at : wchar_at;
-    long chars = 0, keys = 0, nw = 0, top1 = 0, top3 = 0;
+    long chars = 0, keys = 0, nw = 0, top1 = 0, top3 = 0, hist_steps[8] = {0}, sum_rows = 0, sum_prompt = 0;
     if (!presage)
         for (size_t i = 0; i < n; i++) chars += ((unsigned char)t[i] & 0xC0) != 0x80;
     size_t i = 0;
@@ -417,6 +417,13 @@ int cmd_eval(int argc, char **argv) {
                 lat = nl;
             }
             lat[n_lat++] = ms;
+            {
+                laya_session_stats ss;
+                laya_session_get_stats(e.s, &ss);
+                hist_steps[ss.n_steps < 7 ? ss.n_steps : 7]++;
+                sum_rows += ss.n_decoded;
+                sum_prompt += ss.n_computed;
+            }
             if (progress && n_lat % 2000 == 0)
                 fprintf(stderr, "eval: %zu decisions, %zu of %zu bytes, keystrokes %ld of %ld so far\n", n_lat, i, n,
                         keys, chars);
@@ -481,6 +488,10 @@ int cmd_eval(int argc, char **argv) {
                nw ? 100.0 * top3 / nw : 0, nw);
         printf("latency per decision (ms): p50 %.3f  p95 %.3f  p99 %.3f  max %.3f  (%zu decisions)\n", PCT(0.5),
                PCT(0.95), PCT(0.99), n_lat ? lat[n_lat - 1] : 0, n_lat);
+        printf("decode steps per decision:");
+        for (int q = 0; q < 8; q++) printf(" %d%s: %.1f%%", q, q == 7 ? "+" : "", n_lat ? 100.0 * hist_steps[q] / n_lat : 0);
+        printf("\ncandidate rows %.1f, prompt tokens %.1f per decision\n", n_lat ? (double)sum_rows / n_lat : 0,
+               n_lat ? (double)sum_prompt / n_lat : 0);
     }
 #undef PCT
     if (o.dump_out) {
