@@ -21,6 +21,9 @@
 #define MAX_STEPS 32
 #define GEN_MAX 192   /* bytes of generated text per hypothesis */
 #define HEAL_MAX 64   /* bytes of typed text a completion may heal over */
+#define NC_BYTES (4u << 20) /* the node cache's logits: 64 rows of a 16k vocabulary, 6 of Qwen's 152k */
+#define NC_MAX 256
+#define NC_ROW0 (-1000)   /* hyp.row <= NC_ROW0: node-cache entry NC_ROW0 - row */
 #define FORK_MIN 16   /* a slot this many tokens behind the prompt is refilled by copying slot 0 */
 #define FIN_MAX 64    /* finished candidates kept per decision */
 #define CHUNK 64      /* prompt tokens per laya_decode */
@@ -43,7 +46,8 @@ typedef struct hyp {
     char gen[GEN_MAX]; /* the bytes of tok, concatenated */
     double logp;
     int32_t slot;      /* sequence slot holding prompt + tok */
-    int32_t row;       /* batch row of the last token; -1: the prompt's cached logits; <= -2: slot -2-row's */
+    int32_t row;       /* batch row of the last token; -1: the prompt's cached logits; -2..: slot -2-row's;
+                          <= NC_ROW0: node-cache entry NC_ROW0-row */
     int32_t hidden;    /* decoded with LAYA_WANT_HIDDEN: only subset logits */
 } hyp;
 
@@ -104,6 +108,15 @@ struct laya_session {
                                   keystrokes: the next keystroke's hypotheses are often the same tokens */
     int32_t slot_lg_n[MAX_SLOTS]; /* slot length those logits follow; -1: none */
     int32_t pre_n;             /* prompt length they belong to; -1: none */
+    /* Node cache: the logits after every hypothesis decoded since the prompt last changed, by its tokens.
+     * Typing on inside a word restarts the beam from the prompt with a narrower prefix: most of the
+     * hypotheses it needs were decoded at the keystrokes before, and cost nothing now. */
+    float *nc_logits;          /* (nc_cap, n_vocab) */
+    laya_token *nc_tok;        /* (nc_cap, max_tokens) */
+    int32_t *nc_n;             /* tokens of each entry; -1: empty */
+    uint32_t *nc_stamp;        /* decode step that last used it (least recently used goes first) */
+    int32_t nc_cap;
+    uint32_t nc_clock;
 
     /* decision scratch */
     hyp *live, *next, *pool;   /* (n_slots), (n_slots), (n_slots * n_slots) */
@@ -377,7 +390,7 @@ void laya_session_free(laya_session *s) {
     void *bufs[] = {s->tflag, s->norm,   s->map,      s->after, s->amap,     s->ctxt,     s->prompt, s->guess,
                     s->ptok,  s->live,   s->next,     s->pool,  s->fins,     s->allowed,  s->vals,
                     s->b_tok, s->b_seq,  s->b_want,   s->pre_logits, s->slot_logits, s->a_before, s->a_after, s->w_before,
-                    s->w_after};
+                    s->w_after, s->nc_logits, s->nc_tok, s->nc_n, s->nc_stamp};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) laya_free(bufs[i]);
     for (int i = 0; i < MAX_SLOTS; i++) laya_free(s->slot_tok[i]);
     laya_free(s);
@@ -444,6 +457,15 @@ laya_status laya_session_create(const laya_model *m, laya_session_params p, laya
     s->vals = laya_malloc(nv * sizeof(float));
     s->pre_logits = laya_malloc(nv * sizeof(float));
     s->slot_logits = laya_malloc(ns * nv * sizeof(float));
+    s->nc_cap = (int32_t)LAYA_MIN((size_t)NC_MAX, NC_BYTES / (nv * sizeof(float)));
+    if (s->nc_cap > 0) {
+        s->nc_logits = laya_malloc((size_t)s->nc_cap * nv * sizeof(float));
+        s->nc_tok = laya_malloc((size_t)s->nc_cap * (size_t)s->max_tokens * sizeof(laya_token));
+        s->nc_n = laya_malloc((size_t)s->nc_cap * sizeof(int32_t));
+        s->nc_stamp = laya_calloc((size_t)s->nc_cap, sizeof(uint32_t));
+        if (!s->nc_logits || !s->nc_tok || !s->nc_n || !s->nc_stamp) goto nomem;
+        for (int32_t i = 0; i < s->nc_cap; i++) s->nc_n[i] = -1;
+    }
     s->b_tok = laya_malloc((size_t)s->max_batch * sizeof(laya_token));
     s->b_seq = laya_malloc((size_t)s->max_batch * sizeof(int32_t));
     s->b_want = laya_malloc((size_t)s->max_batch);
@@ -748,6 +770,7 @@ static laya_status sync_prompt(laya_session *s) {
     if (l >= nP) l = nP - 1;
     s->pre_n = -1;
     s->slot_lg_n[0] = -1;
+    for (int32_t i = 0; i < s->nc_cap; i++) s->nc_n[i] = -1; /* keyed by tokens after the old prompt */
     laya_status st = laya_seq_truncate(s->ctx, 0, l);
     if (st) return laya_err(s->err, sizeof s->err, st, "%s", laya_context_error(s->ctx));
     s->slot_n[0] = l;
@@ -963,6 +986,7 @@ static laya_status expand(laya_session *s, const hyp *h, int32_t *n_pool) {
     const int32_t B = s->n_slots, nv = s->n_vocab;
     const float *full = NULL;
     if (h->row == -1) full = s->pre_logits;
+    else if (h->row <= NC_ROW0) full = s->nc_logits + (size_t)(NC_ROW0 - h->row) * (size_t)nv;
     else if (h->row <= -2) full = s->slot_logits + (size_t)(-2 - h->row) * (size_t)nv;
     else if (!h->hidden) full = laya_get_logits(s->ctx, h->row);
     laya_token tid[LAYA_MAX_CANDIDATES];
@@ -1041,17 +1065,53 @@ static int32_t lcp_slot(const laya_session *s, int32_t j, const hyp *c) {
 
 /* Decode the new hypotheses in one batch: each goes to its parent's slot if free, else to the free slot
  * sharing most of its tokens (every slot starts with the prompt, copied from slot 0 when far behind). */
+static int32_t nc_find(const laya_session *s, const laya_token *t, int32_t n) {
+    for (int32_t i = 0; i < s->nc_cap; i++)
+        if (s->nc_n[i] == n && !memcmp(s->nc_tok + (size_t)i * (size_t)s->max_tokens, t, (size_t)n * sizeof *t)) return i;
+    return -1;
+}
+
+/* Keep the logits after hypothesis c; an entry in use by this step is never the one replaced. */
+static void nc_put(laya_session *s, const hyp *c, const float *lg) {
+    if (c->n_tok <= 0 || c->n_tok > s->max_tokens || nc_find(s, c->tok, c->n_tok) >= 0) return;
+    int32_t v = -1;
+    for (int32_t i = 0; i < s->nc_cap; i++) {
+        if (s->nc_n[i] < 0) {
+            v = i;
+            break;
+        }
+        if (s->nc_stamp[i] != s->nc_clock && (v < 0 || s->nc_stamp[i] < s->nc_stamp[v])) v = i;
+    }
+    if (v < 0) return;
+    size_t nv = (size_t)s->n_vocab;
+    memcpy(s->nc_logits + (size_t)v * nv, lg, nv * sizeof(float));
+    memcpy(s->nc_tok + (size_t)v * (size_t)s->max_tokens, c->tok, (size_t)c->n_tok * sizeof(laya_token));
+    s->nc_n[v] = c->n_tok;
+    s->nc_stamp[v] = s->nc_clock;
+}
+
 static laya_status decode_hyps(laya_session *s, hyp *hs, int32_t n) {
     int taken[MAX_SLOTS] = {0}, placed[MAX_SLOTS] = {0};
     int32_t rows = 0, nP = s->n_ptok;
     laya_status st;
     size_t nv = (size_t)s->n_vocab;
+    s->nc_clock++;
+    /* Hypotheses decoded before (since the prompt last changed): their logits are in the node cache. */
+    for (int32_t i = 0; i < n; i++) {
+        hyp *c = &hs[i];
+        int32_t e = c->n_tok > 0 ? nc_find(s, c->tok, c->n_tok) : -1;
+        if (e < 0) continue;
+        placed[i] = 1;
+        c->row = NC_ROW0 - e;
+        c->hidden = 0;
+        s->nc_stamp[e] = s->nc_clock;
+    }
     /* First, hypotheses a slot already holds with its logits (typing on inside a word finds last
      * keystroke's beams): they cost nothing. */
     for (int32_t i = 0; i < n; i++) {
         hyp *c = &hs[i];
         int32_t xn = nP + c->n_tok;
-        for (int32_t k = 0; k < s->n_slots; k++) {
+        for (int32_t k = 0; k < s->n_slots && !placed[i]; k++) {
             if (taken[k] || s->slot_lg_n[k] != xn || s->slot_n[k] != xn || lcp_slot(s, k, c) != xn) continue;
             taken[k] = placed[i] = 1;
             c->slot = k;
@@ -1115,8 +1175,10 @@ static laya_status decode_hyps(laya_session *s, hyp *hs, int32_t n) {
     for (int32_t i = 0; i < n; i++) { /* keep full logits per slot for the next keystroke */
         hyp *c = &hs[i];
         if (c->row < 0 || c->hidden) continue;
-        memcpy(s->slot_logits + (size_t)c->slot * nv, laya_get_logits(s->ctx, c->row), nv * sizeof(float));
+        const float *lg = laya_get_logits(s->ctx, c->row);
+        memcpy(s->slot_logits + (size_t)c->slot * nv, lg, nv * sizeof(float));
         s->slot_lg_n[c->slot] = s->slot_n[c->slot];
+        nc_put(s, c, lg);
     }
     s->st.n_decoded += rows;
     s->st.n_steps++;

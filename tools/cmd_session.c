@@ -459,7 +459,10 @@ int cmd_eval(int argc, char **argv) {
                 for (int32_t j = 0; j < nc && j < 5; j++)
                     fprintf(stderr, " [%s%.*s %.3f]", c[j].kind == LAYA_KIND_CORRECT ? "!" : "", (int)c[j].text_len,
                             c[j].text, c[j].prob);
-                fprintf(stderr, "%s\n", hit ? " HIT" : "");
+                laya_session_stats ts;
+                laya_session_get_stats(e.s, &ts);
+                fprintf(stderr, "%s  {rows %d steps %d prompt %d}\n", hit ? " HIT" : "", ts.n_decoded, ts.n_steps,
+                        ts.n_computed);
             }
             keys++;
             if (hit) {
