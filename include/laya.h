@@ -215,9 +215,11 @@ LAYA_API const char *laya_cpu_backend(void);
  *    the posterior against the word as typed.
  * Candidates are found by a beam search over distinct words, decoded as one batch per step in sequence
  * slots that share the prefix's KV cache. In code mode a candidate is an identifier (complete) or the rest
- * of the line, stopped where brackets balance (next); the suffix after the cursor is given to models with
- * fill-in-the-middle tokens. In shell mode a candidate completes the command line; history lines go in
- * with laya_session_set_context.
+ * of the line, stopped where brackets balance (next); a line that opens a block (ends with ':' or '{')
+ * may go on into it, over lines indented deeper than the cursor's line, ending before the first line that
+ * is not (each finished line of the block is a candidate too; raise max_tokens for whole blocks). A
+ * non-blank suffix after the cursor is given to models with fill-in-the-middle tokens. In shell mode a
+ * candidate completes the command line; history lines go in with laya_session_set_context.
  *
  * prob is the model's probability of the candidate given the context and what was typed: the product of
  * its token probabilities, the first renormalized over the tokens consistent with the typed characters

@@ -214,6 +214,67 @@ static void test_modes(const laya_model *m) {
     laya_session_free(s);
 }
 
+/* Columns of white space that start the line beginning at p (a tab counts 4). */
+static int indent_of(const char *p) {
+    int n = 0;
+    for (; *p == ' ' || *p == '\t'; p++) n += *p == '\t' ? 4 : 1;
+    return n;
+}
+
+/* Code mode, indentation-aware: a candidate goes past the end of its line only when that line opens a
+ * block (ends with ':' or '{'); then every further line is indented deeper than the cursor's line, and it
+ * never ends with a newline. Returns the number of multi-line candidates seen. */
+static int check_blocks(laya_session *s, const char *before) {
+    char buf[4096];
+    const laya_candidate *c;
+    int n = decide(s, before, NULL, buf, sizeof buf, &c), multi = 0;
+    const char *ls = strrchr(before, '\n');
+    ls = ls ? ls + 1 : before;
+    int base = indent_of(ls);
+    for (int i = 0; i < n; i++) {
+        const char *t = c[i].text, *nl = strchr(t, '\n');
+        if (!nl) continue;
+        multi++;
+        char first[1024];
+        snprintf(first, sizeof first, "%s%.*s", ls, (int)(nl - t), t);
+        size_t fl = strlen(first);
+        while (fl > 0 && (first[fl - 1] == ' ' || first[fl - 1] == '\t')) fl--;
+        CHECK(fl > 0 && (first[fl - 1] == ':' || first[fl - 1] == '{'), "'%s' + '%s': a new line after a line that opens no block",
+              before, t);
+        CHECK(t[strlen(t) - 1] != '\n', "'%s' ends with a newline", t);
+        for (const char *l = nl + 1; *l;) {
+            const char *e = strchr(l, '\n');
+            size_t len = e ? (size_t)(e - l) : strlen(l);
+            int blank = 1;
+            for (size_t q = 0; q < len; q++) blank &= l[q] == ' ' || l[q] == '\t';
+            CHECK(blank || indent_of(l) > base, "'%s': line '%.*s' is not inside the block (indent %d)", t, (int)len, l, base);
+            l = e ? e + 1 : l + len;
+        }
+    }
+    return n > 0 ? multi : -1;
+}
+
+static void test_code_blocks(const laya_model *m) {
+    laya_session_params p = laya_session_default_params();
+    p.mode = LAYA_MODE_CODE;
+    p.n_candidates = 8;
+    p.max_tokens = 16;
+    laya_session *s = NULL;
+    CHECK(laya_session_create(m, p, &s, NULL, 0) == LAYA_OK, "code session");
+    if (!s) return;
+    static const char *const texts[] = {"  the terms {", "This License:", "int main(void) {", "    if (x) {",
+                                        "def f(x):", "  the Program", "copyright (C) 2007 {\n    the terms"};
+    int multi = 0;
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        int r = check_blocks(s, texts[i]);
+        CHECK(r >= 0, "no candidates for '%s'", texts[i]);
+        multi += r > 0 ? r : 0;
+    }
+    /* the fixture model goes on into the block after "  the terms {" ("\n             return") */
+    CHECK(multi > 0, "no candidate went on into a block");
+    laya_session_free(s);
+}
+
 /* Code mode with fill-in-the-middle (the Qwen tokenizer has the FIM tokens): editing before and after the
  * cursor gives what a fresh session gives. */
 static void test_fim_rollback(const laya_model *m) {
@@ -564,6 +625,7 @@ int main(void) {
     if (!llama || !qwen3) return DONE("test_session");
     test_kinds(llama);
     test_modes(llama);
+    test_code_blocks(llama);
     test_cjk(qwen3);
     test_fim_rollback(qwen3);
     test_rollback(llama);
