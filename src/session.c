@@ -133,7 +133,10 @@ struct laya_session {
     int32_t max_batch;
     cand_buf out;
     double t_start_ms;
-    double step_ms;            /* the last decode step's duration: predicts whether the next one fits */
+    double step_ms;            /* a decode step of one row: the median of the last STEP_HIST steps (each
+                                  normalized); a step of r rows is predicted at step_ms * (1 + r) / 2 */
+    double step_hist[8];
+    int32_t n_step_hist;
     double log_min_prob;       /* log(params.min_prob), -inf for 0 */
     int in_worker;             /* set_text runs for a submit: its prefill honours cancel and deadline */
     int32_t max_tokens;
@@ -618,6 +621,8 @@ laya_status laya_session_create(const laya_model *m, laya_session_params p, laya
         }
         laya_session_set_text(s, "", 0, "", 0);
         memset(&s->st, 0, sizeof s->st);
+        s->step_ms = 0; /* the warm-up's steps ran on cold caches: no prediction from them */
+        s->n_step_hist = 0;
     }
     *out = s;
     return LAYA_OK;
@@ -806,6 +811,7 @@ static int32_t lcp_tokens(const laya_token *a, int32_t na, const laya_token *b, 
 
 /* Bring slot 0 to the prompt and cache the logits after it: only the tokens past the common prefix run. */
 static int stop_now(laya_session *s, double step_ms);
+static void step_learn(laya_session *s, double ms, int32_t rows);
 
 static laya_status sync_prompt(laya_session *s) {
     int32_t nP = s->n_ptok;
@@ -839,8 +845,10 @@ static laya_status sync_prompt(laya_session *s) {
             s->b_want[i] = (l + i == nP - 1) ? LAYA_WANT_LOGITS : 0;
         }
         laya_batch b = {n, s->b_tok, s->b_seq, s->b_want};
+        double t0 = now_ms();
         if ((st = laya_decode(s->ctx, b)))
             return laya_err(s->err, sizeof s->err, st, "decode: %s", laya_context_error(s->ctx));
+        if (n <= 8) step_learn(s, now_ms() - t0, n); /* a step of the size a decision takes: keeps the estimate fresh */
         memcpy(s->slot_tok[0] + l, s->ptok + l, (size_t)n * sizeof(laya_token));
         l += n;
         s->slot_n[0] = l;
@@ -1253,6 +1261,24 @@ static int cmp_hyp(const void *a, const void *b) {
     return (x < y) - (x > y);
 }
 
+static double step_estimate(const laya_session *s, int32_t rows) { return s->step_ms * (1 + rows) / 2.0; }
+
+/* One more measured step: the median of the recent ones is robust to a descheduled thread or a cold cache,
+ * and it follows the machine's speed as it changes. */
+static void step_learn(laya_session *s, double ms, int32_t rows) {
+    if (rows <= 0) return;
+    s->step_hist[s->n_step_hist++ % 8] = ms * 2.0 / (1 + rows);
+    int32_t n = LAYA_MIN(s->n_step_hist, 8);
+    double v[8];
+    memcpy(v, s->step_hist, (size_t)n * sizeof *v);
+    for (int32_t i = 1; i < n; i++)
+        for (int32_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1], v[j - 1] = t;
+        }
+    s->step_ms = v[n / 2];
+}
+
 static int stop_now(laya_session *s, double step_ms) {
     if (s->async_on && atomic_load(&s->sub_gen) != s->cancel_gen) return 1;
     if (s->p.deadline_ms > 0 && now_ms() - s->t_start_ms + step_ms > s->p.deadline_ms) return 1;
@@ -1367,11 +1393,18 @@ static laya_status corrections(laya_session *s) {
         s->slot_n[j] = xn;
     }
     laya_batch b = {rows, s->b_tok, s->b_seq, s->b_want};
-    if ((st = laya_decode(s->ctx, b))) {
+    int late = stop_now(s, step_estimate(s, rows));
+    double t0 = now_ms();
+    if (late || (st = laya_decode(s->ctx, b))) {
         for (int32_t k = 0; k < s->n_slots + TYPO_SLOTS; k++)
             s->slot_n[k] = LAYA_MIN(s->slot_n[k], laya_seq_len(s->ctx, k));
+        if (late) { /* no time left for it: no correction offered this time */
+            s->st.deadline_hit = 1;
+            return LAYA_OK;
+        }
         return laya_err(s->err, sizeof s->err, st, "decode: %s", laya_context_error(s->ctx));
     }
+    step_learn(s, now_ms() - t0, rows);
     s->st.n_decoded += rows;
     s->st.n_steps++;
     double sc[MAXW], mx = -INFINITY;
@@ -1422,7 +1455,6 @@ static laya_status decide(laya_session *s) {
     root->row = -1;
     root->hidden = 0;
     s->n_live = 1;
-    double step_ms = s->step_ms;
     for (;;) {
         int32_t n_pool = 0;
         for (int32_t i = 0; i < s->n_live; i++) {
@@ -1440,21 +1472,22 @@ static laya_status decide(laya_session *s) {
             s->next[n++] = *c;
         }
         if (n == 0) break;
-        if (stop_now(s, step_ms)) {
+        if (stop_now(s, step_estimate(s, n))) {
             s->st.deadline_hit = 1;
             break;
         }
         double t0 = now_ms();
+        int32_t r0 = s->st.n_decoded;
         laya_status st = decode_hyps(s, s->next, n);
         if (st) return st;
-        step_ms = s->step_ms = now_ms() - t0;
+        step_learn(s, now_ms() - t0, s->st.n_decoded - r0);
         hyp *t = s->live;
         s->live = s->next;
         s->next = t;
         s->n_live = n;
     }
     s->corr.n = 0;
-    if (s->last_ws >= 0 && !stop_now(s, step_ms)) {
+    if (s->last_ws >= 0 && !stop_now(s, 0)) {
         laya_status st = corrections(s);
         if (st) return st;
     }

@@ -30,7 +30,8 @@ int cmd_type(int argc, char **argv);
     "  --threads N       worker threads (default 2)\n"                                                       \
     "  --calibration F   confidence map (lines \"prob hit\"); default MODEL.calib when it exists\n"         \
     "  --user-dict F     user dictionary file (boosts words the user added or accepted)\n"                 \
-    "  --min-prob P      drop candidates less likely than P (default 0: keep all)\n"
+    "  --min-prob P      drop candidates less likely than P (default 0: keep all)\n"                        \
+    "  --deadline MS     a decision returns what it has after MS milliseconds (default 0: none)\n"
 
 #define HELP_SUGGEST                                                                                         \
     "usage: laya suggest [-m MODEL] [--mode text|code|shell] [-k 5] [--json] [--after TEXT]\n"              \
@@ -70,7 +71,7 @@ int cmd_type(int argc, char **argv);
     "text stays context), Ctrl-U clears, Ctrl-C or Ctrl-D quits.\n" HELP_COMMON
 
 typedef struct sess_opts {
-    const char *model, *mode, *text_file, *after, *context, *calib, *fit_out, *user_dict, *text, *min_prob, *count, *dump_out;
+    const char *model, *mode, *text_file, *after, *context, *calib, *fit_out, *user_dict, *text, *min_prob, *count, *dump_out, *deadline;
     long k, max_tokens, threads, max_chars, beam;
     int json, learn, focused;
 } sess_opts;
@@ -98,6 +99,7 @@ static int parse_opts(const char *cmd, const char *help, int argc, char **argv, 
         else if ((v = arg_str(&p, NULL, "--fit-calibration"))) o->fit_out = v;
         else if ((v = arg_str(&p, NULL, "--user-dict"))) o->user_dict = v;
         else if ((v = arg_str(&p, NULL, "--min-prob"))) o->min_prob = v;
+        else if ((v = arg_str(&p, NULL, "--deadline"))) o->deadline = v;
         else if ((v = arg_str(&p, NULL, "--count"))) o->count = v;
         else if ((v = arg_str(&p, NULL, "--dump-probs"))) o->dump_out = v;
         else if (arg_int(&p, "-k", "--candidates", 1, 16, &o->k)) {}
@@ -177,6 +179,12 @@ static int open_session(const char *cmd, const sess_opts *o, long k_default, ses
         double v = strtod(o->min_prob, &end);
         if (*end || !(v >= 0 && v < 1)) return cli_usage_error(cmd, "--min-prob must be in [0, 1)");
         sp.min_prob = (float)v;
+    }
+    if (o->deadline) {
+        char *end;
+        double v = strtod(o->deadline, &end);
+        if (*end || !(v >= 0 && v <= 1e6)) return cli_usage_error(cmd, "--deadline must be milliseconds >= 0");
+        sp.deadline_ms = v;
     }
     char err[LAYA_ERR_MSG_MAX] = "";
     laya_status st = laya_session_create(e->m, sp, &e->s, err, sizeof err);
