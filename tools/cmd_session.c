@@ -26,6 +26,8 @@ int cmd_type(int argc, char **argv);
     "  -k K              candidates (1..16)\n"                                                               \
     "  --max-tokens N    tokens per candidate (default 4)\n"                                                 \
     "  --beam B          hypotheses kept per step (default max(k, 8))\n"                                     \
+    "  --max-kv N        positions per sequence slot (default 320)\n"                                        \
+    "  --max-text N      bytes of text before the cursor the model sees (default 1024)\n"                    \
     "  --focused         constrained steps compute only the allowed tokens' logits (faster, renormalized)\n" \
     "  --threads N       worker threads (default 2)\n"                                                       \
     "  --calibration F   confidence map (lines \"prob hit\"); default MODEL.calib when it exists\n"         \
@@ -72,7 +74,7 @@ int cmd_type(int argc, char **argv);
 
 typedef struct sess_opts {
     const char *model, *mode, *text_file, *after, *context, *calib, *fit_out, *user_dict, *text, *min_prob, *count, *dump_out, *deadline;
-    long k, max_tokens, threads, max_chars, beam;
+    long k, max_tokens, threads, max_chars, beam, max_kv, max_text;
     int json, learn, focused;
 } sess_opts;
 
@@ -105,6 +107,8 @@ static int parse_opts(const char *cmd, const char *help, int argc, char **argv, 
         else if (arg_int(&p, "-k", "--candidates", 1, 16, &o->k)) {}
         else if (arg_int(&p, NULL, "--max-tokens", 1, 32, &o->max_tokens)) {}
         else if (arg_int(&p, NULL, "--beam", 1, 16, &o->beam)) {}
+        else if (arg_int(&p, NULL, "--max-kv", 16, 1 << 16, &o->max_kv)) {}
+        else if (arg_int(&p, NULL, "--max-text", 16, 1 << 20, &o->max_text)) {}
         else if (arg_int(&p, NULL, "--threads", 0, 64, &o->threads)) {}
         else if (arg_int(&p, NULL, "--max-chars", 1, LONG_MAX / 2, &o->max_chars)) {}
         else if (arg_is(&p, NULL, "--json")) o->json = 1;
@@ -172,6 +176,8 @@ static int open_session(const char *cmd, const sess_opts *o, long k_default, ses
     sp.n_candidates = (int32_t)(o->k ? o->k : k_default);
     if (o->max_tokens) sp.max_tokens = (int32_t)o->max_tokens;
     if (o->beam) sp.beam = (int32_t)o->beam;
+    if (o->max_kv) sp.max_kv_size = (int32_t)o->max_kv;
+    if (o->max_text) sp.max_text = (int32_t)o->max_text;
     sp.focused_output = o->focused;
     sp.user_dict = o->user_dict;
     if (o->min_prob) {
