@@ -382,10 +382,7 @@ static void att_worker(void *arg, int chunk, int n_chunks, int tid) {
                 sb[p] *= scale;
                 if (sb[p] > mx) mx = sb[p];
             }
-            for (int p = 0; p < npos; p++) {
-                sb[p] = expf(sb[p] - mx);
-                sum += sb[p];
-            }
+            sum = kn->exp_sum(sb, mx, sb, npos);
             float inv = 1.0f / sum;
             for (int p = 0; p < npos; p++) sb[p] *= inv;
             memset(o + (size_t)b * hd, 0, (size_t)hd * sizeof(float));

@@ -33,6 +33,7 @@
 #define TYPO_TOK 6        /* longest word (tokens) scored as a correction */
 #define TYPO_PRIOR 2.5    /* log-odds cost of one unit of typo cost (typo.h: a plain substitution is 1) */
 #define UD_LAMBDA 0.2     /* weight of the user-dictionary cache model against the language model */
+#define TYPO_COMMON 200   /* a known word counted this often in the word list is not checked at all */
 #define TYPO_KNOWN 6.0    /* and of replacing a word the list knows (a real-word error: about 1 in 400) */
 
 enum { TF_NOGEN = 1, TF_END_WORD = 2, TF_END_IDENT = 4, TF_END_LINE = 8 };
@@ -1091,9 +1092,7 @@ static laya_status expand(laya_session *s, const hyp *h, int32_t *n_pool) {
             } else {
                 float fmx = -INFINITY;
                 for (int32_t i = 0; i < nv; i++) fmx = LAYA_MAX(fmx, full[i]);
-                float fs = 0;
-                for (int32_t i = 0; i < nv; i++) fs += expf(full[i] - fmx);
-                lz = fmx + log((double)fs);
+                lz = fmx + log((double)s->m->kn->exp_sum(full, fmx, NULL, nv));
             }
         }
         for (int32_t i = 0; i < nt; i++) child(s, h, tid[i], h->logp + tv[i] - lz, n_pool);
@@ -1106,13 +1105,12 @@ static laya_status expand(laya_session *s, const hyp *h, int32_t *n_pool) {
     uint8_t ender = s->stop == STOP_WORD ? TF_END_WORD : s->stop == STOP_IDENT ? TF_END_IDENT : TF_END_LINE;
     float mx = -INFINITY;
     for (int32_t i = 0; i < nv; i++) mx = LAYA_MAX(mx, full[i]);
-    float sum = 0, sum_end = 0; /* float exp: this loop over the vocabulary is the decision's own cost */
+    /* the exponentials over the vocabulary are the decision's own cost: the kernel table's (vectorized) */
+    float *ev = s->vals, sum = s->m->kn->exp_sum(full, mx, ev, nv), sum_end = 0;
     int expand_more = h->n_tok < s->max_tokens;
     for (int32_t i = 0; i < nv; i++) {
-        float e = expf(full[i] - mx);
-        sum += e;
         uint8_t f = s->tflag[i];
-        if (f & ender) sum_end += e;
+        if (f & ender) sum_end += ev[i];
         if (expand_more && !(f & TF_NOGEN) && !(r.can_end && (f & ender))) top_push(tid, tv, &nt, B, i, full[i]);
     }
     double lz = mx + log((double)sum);
@@ -1290,39 +1288,46 @@ static int stop_now(laya_session *s, double step_ms) {
 static double ud_weight(const ud_entry *e) { return (double)e->count + (e->boost > 0 ? e->boost : 0); }
 
 /* log p(tok) under a row of logits, and log of the mass of tokens that end a word. */
-static void row_scores(const laya_session *s, const float *l, laya_token tok, double *lp_tok, double *lp_end) {
-    float mx = -INFINITY, sum = 0, end = 0;
+static void row_scores(laya_session *s, const float *l, laya_token tok, double *lp_tok, double *lp_end) {
+    float mx = -INFINITY, end = 0;
     for (int32_t i = 0; i < s->n_vocab; i++) mx = LAYA_MAX(mx, l[i]);
-    for (int32_t i = 0; i < s->n_vocab; i++) {
-        float e = expf(l[i] - mx);
-        sum += e;
-        if (s->tflag[i] & TF_END_WORD) end += e;
-    }
+    float *ev = s->vals, sum = s->m->kn->exp_sum(l, mx, lp_end ? ev : NULL, s->n_vocab); /* vals: scratch here */
+    for (int32_t i = 0; lp_end && i < s->n_vocab; i++)
+        if (s->tflag[i] & TF_END_WORD) end += ev[i];
     if (lp_tok) *lp_tok = tok >= 0 ? (double)(l[tok] - mx) - log((double)sum) : 0;
     if (lp_end) *lp_end = end > 0 ? log((double)end / sum) : -30;
+}
+
+/* A word the list knows, as typed or with its first letter lowered ("The" at a sentence start, "Ishmael"),
+ * with its count: it needs stronger evidence before it is corrected (real-word errors are rarer than
+ * non-word ones), and a very common one is not scored at all. */
+static int known_word(const laya_session *s, const char *w, size_t n, uint32_t *count) {
+    uint32_t c1 = 0, c2 = 0;
+    int k = ty_list_find(s->typos, w, n, &c1);
+    if (n > 0 && n <= TY_WORD_MAX && w[0] >= 'A' && w[0] <= 'Z') {
+        char b[TY_WORD_MAX];
+        memcpy(b, w, n);
+        b[0] = (char)(b[0] + 32);
+        k |= ty_list_find(s->typos, b, n, &c2);
+    }
+    *count = LAYA_MAX(c1, c2);
+    return k;
 }
 
 /* The typo decision for the word just finished: the word as typed and its near neighbours (typo.h) are
  * scored by the model in the context before the word (tokens, then the end of the word), plus a prior
  * from the typo cost; if a neighbour's posterior beats the typed word's and exceeds 1/2 (0.8 when the typed
- * word is a known word itself), it becomes a
- * `correct` candidate whose prob and confidence are that posterior. Runs in the spare slots. */
-/* A word the list knows, as typed or with its first letter lowered ("The" at a sentence start, "Ishmael"):
- * it needs stronger evidence before it is corrected (real-word errors are rarer than non-word ones). */
-static int known_word(const laya_session *s, const char *w, size_t n) {
-    if (ty_list_find(s->typos, w, n, NULL)) return 1;
-    if (n == 0 || n > TY_WORD_MAX || w[0] < 'A' || w[0] > 'Z') return 0;
-    char b[TY_WORD_MAX];
-    memcpy(b, w, n);
-    b[0] = (char)(b[0] + 32);
-    return ty_list_find(s->typos, b, n, NULL);
-}
-
+ * word is a known word itself), it becomes a `correct` candidate whose prob and confidence are that posterior. Runs in the spare slots. */
 static laya_status corrections(laya_session *s) {
     s->corr.n = 0;
     if (s->last_ws < 0) return LAYA_OK;
     const char *typed = s->norm + s->last_ws;
     size_t tl = (size_t)(s->last_we - s->last_ws);
+    uint32_t count = 0;
+    int known = known_word(s, typed, tl, &count);
+    /* A word seen this often in the list's text is almost never a slip for another (four of five typed
+     * words): the model is not asked, which saves the decision about 20 rows at each word start. */
+    if (known && count >= TYPO_COMMON) return LAYA_OK;
     enum { MAXW = MAX_SLOTS - 1 };
     int32_t maxw = LAYA_MIN(MAXW, s->n_slots + TYPO_SLOTS - 1);
     ty_cand tc[MAXW];
@@ -1337,7 +1342,7 @@ static laya_status corrections(laya_session *s) {
     size_t wl[MAXW];
     /* The list is mostly lower case: a candidate takes the typed word's initial capital, and a candidate
      * that differs from the typed word in case only is no correction. */
-    int cap0 = typed[0] >= 'A' && typed[0] <= 'Z', known = known_word(s, typed, tl);
+    int cap0 = typed[0] >= 'A' && typed[0] <= 'Z';
     char cbuf[MAXW][TY_WORD_MAX];
     for (size_t i = 0; i <= nf; i++) {
         const char *w = i ? tc[i - 1].word : typed;

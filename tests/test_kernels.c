@@ -395,6 +395,44 @@ static void test_f32_ops(void) {
     free(a), free(b), free(y0), free(y1);
 }
 
+/* exp_sum: every table's exponentials within 1e-6 relative of the reference's expf (absolute 1e-12 near
+ * zero), the same zeros below -87 and for -inf, and the sum within 1e-5; y NULL writes nothing. */
+static void test_exp_sum(void) {
+    static const int64_t ns[] = {0, 1, 3, 7, 8, 15, 16, 17, 31, 64, 100, 1000, 16384};
+    const int64_t N = 16384;
+    float *x = malloc(N * sizeof(float)), *y0 = malloc(N * sizeof(float)), *y1 = malloc(N * sizeof(float));
+    for (int64_t i = 0; i < N; i++) x[i] = frnd() * 40 - 5;
+    x[3] = -INFINITY, x[5] = -200.0f, x[9] = -86.9f, x[10] = -87.1f, x[11] = 0, x[12] = 30.0f;
+    float mx = -INFINITY;
+    for (int64_t i = 0; i < N; i++) mx = x[i] > mx ? x[i] : mx;
+    for (int t = 1; t < g_ntables; t++)
+        for (size_t c = 0; c < sizeof ns / sizeof *ns; c++) {
+            int64_t n = ns[c];
+            for (int pass = 0; pass < 2; pass++) {
+                float shift = pass ? mx : 0.0f; /* pass 0: values above 0 too (up to e^30) */
+                for (int64_t i = 0; i < N; i++) y0[i] = y1[i] = -1.0f;
+                float s0 = kn_ref_ops.exp_sum(x, shift, y0, n), s1 = g_tables[t]->exp_sum(x, shift, y1, n);
+                int bad = 0;
+                for (int64_t i = 0; i < N; i++) {
+                    if (i >= n) bad += y1[i] != -1.0f;
+                    else bad += !(fabsf(y0[i] - y1[i]) <= 1e-6f * y0[i] + 1e-12f);
+                }
+                CHECK(bad == 0, "%s exp_sum n=%lld shift %g: %d wrong", g_tables[t]->name, (long long)n, shift, bad);
+                CHECK(fabsf(s0 - s1) <= 1e-5f * s0 + 1e-12f, "%s exp_sum n=%lld: sum %g vs %g", g_tables[t]->name,
+                      (long long)n, s1, s0);
+                float s2 = g_tables[t]->exp_sum(x, shift, NULL, n);
+                CHECK(s2 == s1, "%s exp_sum without y: %g vs %g", g_tables[t]->name, s2, s1);
+            }
+        }
+    /* the reference itself against libm */
+    float e[4];
+    float xs[4] = {0.0f, -1.0f, -INFINITY, -100.0f};
+    float sum = kn_ref_ops.exp_sum(xs, 0.0f, e, 4);
+    CHECK(e[0] == 1.0f && fabsf(e[1] - 0.36787944f) < 1e-7f && e[2] == 0 && e[3] == 0 && fabsf(sum - 1.36787944f) < 1e-6f,
+          "reference exp_sum: %g %g %g %g", e[0], e[1], e[2], e[3]);
+    free(x), free(y0), free(y1);
+}
+
 /* Garbage in must not break the invariant the integer kernels rely on: no activation byte is -128. */
 static void test_nan_act(void) {
     float x[512];
@@ -437,6 +475,7 @@ int main(void) {
     printf("\n");
     test_dispatch();
     test_f32_ops();
+    test_exp_sum();
     test_nan_act();
     test_matmul();
     test_matmul_mlx();

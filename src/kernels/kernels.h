@@ -39,6 +39,10 @@ typedef struct kn_ops {
     void (*matmul_mlx)(int bits, int group, const uint32_t *W, const void *scales, const void *biases,
                        uint32_t sb_type, const float *x, size_t x_stride, int B, int64_t K, int64_t r0,
                        int64_t r1, float *y, size_t ldy);
+    /* Softmax's exponentials: e_i = exp(x[i] - shift) for i < n (written to y[i] unless y is NULL); returns
+     * their sum. Meant for shift = max(x) (every e_i in [0, 1]); x[i] - shift below -87 (-inf included)
+     * gives 0. The fast versions use a polynomial within 1e-6 relative of expf. */
+    float (*exp_sum)(const float *x, float shift, float *y, int64_t n);
 } kn_ops;
 
 /* The best table this CPU supports (cached after the first call; thread-safe). The environment variable

@@ -1,6 +1,7 @@
 /* kernels_avx2.c — the kernel table for x86 CPUs with AVX2, FMA and F16C (Haswell, Zen 1-3 and later).
  * Compiled with -mavx2 -mfma -mf16c; kernels.c only hands this table out after cpuid/xgetbv say the CPU
  * and OS support them. Must match kernels_ref.c (tests/test_kernels.c). */
+#include <math.h>
 #include <immintrin.h>
 #include <string.h>
 
@@ -578,4 +579,47 @@ static void avx2_axpy_f32(float *y, float a, const float *x, int64_t n) {
     for (; i < n; i++) y[i] += a * x[i];
 }
 
-const kn_ops kn_avx2_ops = {"avx2", avx2_quantize_act, avx2_matmul, avx2_dot_f32, avx2_axpy_f32, avx2_matmul_mlx};
+/* exp(d) as in kernels_avx512.c: 2^k * (degree-6 Taylor polynomial of r); d below -87 gives 0. */
+static inline __m256 exp256(__m256 d) {
+    const __m256 lo = _mm256_set1_ps(-87.0f);
+    __m256 keep = _mm256_cmp_ps(d, lo, _CMP_GE_OQ);
+    d = _mm256_max_ps(d, lo);
+    __m256 k = _mm256_round_ps(_mm256_mul_ps(d, _mm256_set1_ps(1.44269504f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693145752f), d);
+    r = _mm256_fnmadd_ps(k, _mm256_set1_ps(1.42860677e-6f), r);
+    __m256 p = _mm256_set1_ps(1.0f / 720);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    __m256i e = _mm256_slli_epi32(_mm256_cvtps_epi32(k), 23);
+    return _mm256_and_ps(keep, _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), e)));
+}
+
+static float avx2_exp_sum(const float *x, float shift, float *y, int64_t n) {
+    __m256 sv = _mm256_set1_ps(shift), acc = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(x + i), sv));
+        if (y) _mm256_storeu_ps(y + i, e);
+        acc = _mm256_add_ps(acc, e);
+    }
+    float t[8], s = 0;
+    _mm256_storeu_ps(t, acc);
+    for (int j = 0; j < 8; j++) s += t[j];
+    if (i < n) { /* the tail through the same polynomial, so every element is computed the same way */
+        float xin[8] = {0}, eo[8];
+        for (int j = 0; j < 8; j++) xin[j] = i + j < n ? x[i + j] - shift : -INFINITY;
+        _mm256_storeu_ps(eo, exp256(_mm256_loadu_ps(xin)));
+        for (int j = 0; i + j < n; j++) {
+            if (y) y[i + j] = eo[j];
+            s += eo[j];
+        }
+    }
+    return s;
+}
+
+const kn_ops kn_avx2_ops = {"avx2", avx2_quantize_act, avx2_matmul, avx2_dot_f32, avx2_axpy_f32, avx2_matmul_mlx,
+                            avx2_exp_sum};

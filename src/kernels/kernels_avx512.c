@@ -835,8 +835,39 @@ static void avx512_axpy_f32(float *y, float a, const float *x, int64_t n) {
     }
 }
 
+/* exp(d) for d <= 88: 2^k * p(r), d = k ln2 + r, |r| <= ln2 / 2, p the degree-6 Taylor polynomial
+ * (relative error 1.2e-7 before rounding); d below -87 (or -inf) gives 0. */
+INLINE __m512 exp512(__m512 d) {
+    const __m512 lo = _mm512_set1_ps(-87.0f);
+    __mmask16 keep = _mm512_cmp_ps_mask(d, lo, _CMP_GE_OQ);
+    d = _mm512_max_ps(d, lo);
+    __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(d, _mm512_set1_ps(1.44269504f)), _MM_FROUND_TO_NEAREST_INT);
+    __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693145752f), d);
+    r = _mm512_fnmadd_ps(k, _mm512_set1_ps(1.42860677e-6f), r);
+    __m512 p = _mm512_set1_ps(1.0f / 720);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    __m512i e = _mm512_slli_epi32(_mm512_cvtps_epi32(k), 23);
+    return _mm512_maskz_mov_ps(keep, _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p), e)));
+}
+
+static float avx512_exp_sum(const float *x, float shift, float *y, int64_t n) {
+    __m512 sv = _mm512_set1_ps(shift), acc = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512 e = _mm512_maskz_mov_ps(m, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), sv)));
+        if (y) _mm512_mask_storeu_ps(y + i, m, e);
+        acc = _mm512_add_ps(acc, e);
+    }
+    return _mm512_reduce_add_ps(acc);
+}
+
 const kn_ops kn_avx512_ops = {"avx512", avx512_quantize_act, avx512_matmul, avx512_dot_f32, avx512_axpy_f32,
-                               avx512_matmul_mlx};
+                               avx512_matmul_mlx, avx512_exp_sum};
 
 #ifdef KN_POP_TARGET
 #pragma clang attribute pop

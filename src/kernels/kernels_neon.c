@@ -1,6 +1,7 @@
 /* kernels_neon.c — the kernel table for aarch64 (NEON is part of the base architecture). Plain NEON only:
  * widening multiplies (smull/smlal2) and pairwise adds, no dotprod (sdot), so it runs on every ARMv8 core;
  * an sdot path behind a getauxval check is the obvious next step. Must match kernels_ref.c. */
+#include <math.h>
 #include <arm_neon.h>
 #include <string.h>
 
@@ -499,4 +500,45 @@ static void neon_axpy_f32(float *y, float a, const float *x, int64_t n) {
     for (; i < n; i++) y[i] += a * x[i];
 }
 
-const kn_ops kn_neon_ops = {"neon", neon_quantize_act, neon_matmul, neon_dot_f32, neon_axpy_f32, neon_matmul_mlx};
+/* exp(d) as in kernels_avx512.c: 2^k * (degree-6 Taylor polynomial of r); d below -87 gives 0. */
+static inline float32x4_t exp_neon(float32x4_t d) {
+    const float32x4_t lo = vdupq_n_f32(-87.0f);
+    uint32x4_t keep = vcgeq_f32(d, lo);
+    d = vmaxq_f32(d, lo);
+    float32x4_t k = vrndnq_f32(vmulq_n_f32(d, 1.44269504f));
+    float32x4_t r = vfmsq_n_f32(d, k, 0.693145752f);
+    r = vfmsq_n_f32(r, k, 1.42860677e-6f);
+    float32x4_t p = vdupq_n_f32(1.0f / 720);
+    p = vfmaq_f32(vdupq_n_f32(1.0f / 120), p, r);
+    p = vfmaq_f32(vdupq_n_f32(1.0f / 24), p, r);
+    p = vfmaq_f32(vdupq_n_f32(1.0f / 6), p, r);
+    p = vfmaq_f32(vdupq_n_f32(0.5f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(1.0f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(1.0f), p, r);
+    int32x4_t e = vshlq_n_s32(vcvtq_s32_f32(k), 23);
+    return vreinterpretq_f32_u32(vandq_u32(keep, vreinterpretq_u32_s32(vaddq_s32(vreinterpretq_s32_f32(p), e))));
+}
+
+static float neon_exp_sum(const float *x, float shift, float *y, int64_t n) {
+    float32x4_t sv = vdupq_n_f32(shift), acc = vdupq_n_f32(0);
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        float32x4_t e = exp_neon(vsubq_f32(vld1q_f32(x + i), sv));
+        if (y) vst1q_f32(y + i, e);
+        acc = vaddq_f32(acc, e);
+    }
+    float s = vaddvq_f32(acc);
+    if (i < n) {
+        float xin[4], eo[4];
+        for (int j = 0; j < 4; j++) xin[j] = i + j < n ? x[i + j] - shift : -INFINITY;
+        vst1q_f32(eo, exp_neon(vld1q_f32(xin)));
+        for (int j = 0; i + j < n; j++) {
+            if (y) y[i + j] = eo[j];
+            s += eo[j];
+        }
+    }
+    return s;
+}
+
+const kn_ops kn_neon_ops = {"neon", neon_quantize_act, neon_matmul, neon_dot_f32, neon_axpy_f32, neon_matmul_mlx,
+                            neon_exp_sum};

@@ -1,6 +1,7 @@
 /* kernels_ref.c — the scalar reference kernels: plain C, no intrinsics, always built. They define what
  * every kernel means (the SIMD tables must match them) and are the fallback on CPUs without a SIMD table.
  * Written to be read, not to be fast. */
+#include <math.h>
 #include <string.h>
 
 #include "common.h"
@@ -199,4 +200,15 @@ static void ref_matmul_mlx(int bits, int group, const uint32_t *W, const void *s
     }
 }
 
-const kn_ops kn_ref_ops = {"scalar", ref_quantize_act, ref_matmul, ref_dot_f32, ref_axpy_f32, ref_matmul_mlx};
+static float ref_exp_sum(const float *x, float shift, float *y, int64_t n) {
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) {
+        float d = x[i] - shift, e = d < -87.0f ? 0.0f : expf(d);
+        if (y) y[i] = e;
+        s += e;
+    }
+    return (float)s;
+}
+
+const kn_ops kn_ref_ops = {"scalar", ref_quantize_act, ref_matmul, ref_dot_f32, ref_axpy_f32, ref_matmul_mlx,
+                           ref_exp_sum};
