@@ -385,12 +385,8 @@ static void att_worker(void *arg, int chunk, int n_chunks, int tid) {
             sum = kn->exp_sum(sb, mx, sb, npos);
             float inv = 1.0f / sum;
             for (int p = 0; p < npos; p++) sb[p] *= inv;
-            memset(o + (size_t)b * hd, 0, (size_t)hd * sizeof(float));
         }
-        for (int p = 0; p < npos; p++) {
-            const float *v = vb + (size_t)p * c->kv_dim;
-            for (int b = 0; b < nh; b++) kn->axpy_f32(o + (size_t)b * hd, sc[(size_t)b * mkv + p], v, hd);
-        }
+        kn->attn_v(sc, mkv, nh, vb, (size_t)c->kv_dim, npos, hd, o, (size_t)hd);
     }
 }
 

@@ -433,6 +433,44 @@ static void test_exp_sum(void) {
     free(x), free(y0), free(y1);
 }
 
+/* attn_v: every table's weighted sums of value rows equal the reference's (relative to the sum of |terms|)
+ * for head counts and widths around the tile sizes; rows past nh and columns past d are not written. */
+static void test_attn_v(void) {
+    static const int nhs[] = {1, 2, 3, 4, 5, 7, 8};
+    static const int64_t ds[] = {1, 8, 16, 31, 32, 64, 65, 80, 128};
+    static const int64_t nps[] = {0, 1, 2, 17, 300};
+    const size_t ws = 320, vs = 160, os = 160;
+    float *w = malloc(8 * ws * sizeof(float)), *v = malloc(300 * vs * sizeof(float));
+    float *o0 = malloc(9 * os * sizeof(float)), *o1 = malloc(9 * os * sizeof(float));
+    for (size_t i = 0; i < 8 * ws; i++) w[i] = frnd();
+    for (size_t i = 0; i < 300 * vs; i++) v[i] = frnd() * 2;
+    for (int t = 1; t < g_ntables; t++)
+        for (size_t a = 0; a < sizeof nhs / sizeof *nhs; a++)
+            for (size_t b = 0; b < sizeof ds / sizeof *ds; b++)
+                for (size_t c = 0; c < sizeof nps / sizeof *nps; c++) {
+                    int nh = nhs[a];
+                    int64_t d = ds[b], np = nps[c];
+                    for (size_t i = 0; i < 9 * os; i++) o0[i] = o1[i] = 7.0f;
+                    kn_ref_ops.attn_v(w, ws, nh, v, vs, np, d, o0, os);
+                    g_tables[t]->attn_v(w, ws, nh, v, vs, np, d, o1, os);
+                    int bad = 0;
+                    for (int h = 0; h < 9; h++)
+                        for (int64_t j = 0; j < (int64_t)os; j++) {
+                            size_t k = (size_t)h * os + (size_t)j;
+                            if (h >= nh || j >= d) {
+                                bad += o1[k] != 7.0f;
+                                continue;
+                            }
+                            double mag = 0;
+                            for (int64_t p = 0; p < np; p++) mag += fabs((double)w[(size_t)h * ws + (size_t)p] * v[(size_t)p * vs + (size_t)j]);
+                            bad += !(fabs((double)o0[k] - o1[k]) <= 1e-5 * mag + 1e-7);
+                        }
+                    CHECK(bad == 0, "%s attn_v nh=%d d=%lld npos=%lld: %d wrong", g_tables[t]->name, nh, (long long)d,
+                          (long long)np, bad);
+                }
+    free(w), free(v), free(o0), free(o1);
+}
+
 /* Garbage in must not break the invariant the integer kernels rely on: no activation byte is -128. */
 static void test_nan_act(void) {
     float x[512];
@@ -476,6 +514,7 @@ int main(void) {
     test_dispatch();
     test_f32_ops();
     test_exp_sum();
+    test_attn_v();
     test_nan_act();
     test_matmul();
     test_matmul_mlx();

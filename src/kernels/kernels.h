@@ -43,6 +43,11 @@ typedef struct kn_ops {
      * their sum. Meant for shift = max(x) (every e_i in [0, 1]); x[i] - shift below -87 (-inf included)
      * gives 0. The fast versions use a polynomial within 1e-6 relative of expf. */
     float (*exp_sum)(const float *x, float shift, float *y, int64_t n);
+    /* Attention's weighted sum of value rows, for nh heads that share them: for h < nh and j < d,
+     * out[h * out_stride + j] = sum over p < npos of w[h * w_stride + p] * v[p * v_stride + j] (out is
+     * overwritten). */
+    void (*attn_v)(const float *w, size_t w_stride, int nh, const float *v, size_t v_stride, int64_t npos,
+                   int64_t d, float *out, size_t out_stride);
 } kn_ops;
 
 /* The best table this CPU supports (cached after the first call; thread-safe). The environment variable

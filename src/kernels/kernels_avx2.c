@@ -621,5 +621,43 @@ static float avx2_exp_sum(const float *x, float shift, float *y, int64_t n) {
     return s;
 }
 
+/* Up to 2 heads x 32 columns in 8 accumulators; each value row is read once per such tile. */
+static void avx2_attn_v(const float *w, size_t w_stride, int nh, const float *v, size_t v_stride, int64_t npos,
+                        int64_t d, float *out, size_t out_stride) {
+    int64_t dv = d / 32 * 32;
+    for (int h0 = 0; h0 < nh; h0 += 2) {
+        int hn = nh - h0 < 2 ? nh - h0 : 2;
+        for (int64_t j0 = 0; j0 < dv; j0 += 32) {
+            __m256 acc[2][4];
+            for (int h = 0; h < 2; h++)
+                for (int c = 0; c < 4; c++) acc[h][c] = _mm256_setzero_ps();
+            for (int64_t p = 0; p < npos; p++) {
+                const float *vr = v + (size_t)p * v_stride + (size_t)j0;
+                __m256 x0 = _mm256_loadu_ps(vr), x1 = _mm256_loadu_ps(vr + 8), x2 = _mm256_loadu_ps(vr + 16),
+                       x3 = _mm256_loadu_ps(vr + 24);
+                for (int h = 0; h < hn; h++) {
+                    __m256 a = _mm256_broadcast_ss(w + (size_t)(h0 + h) * w_stride + (size_t)p);
+                    acc[h][0] = _mm256_fmadd_ps(a, x0, acc[h][0]);
+                    acc[h][1] = _mm256_fmadd_ps(a, x1, acc[h][1]);
+                    acc[h][2] = _mm256_fmadd_ps(a, x2, acc[h][2]);
+                    acc[h][3] = _mm256_fmadd_ps(a, x3, acc[h][3]);
+                }
+            }
+            for (int h = 0; h < hn; h++) {
+                float *o = out + (size_t)(h0 + h) * out_stride + (size_t)j0;
+                for (int c = 0; c < 4; c++) _mm256_storeu_ps(o + 8 * c, acc[h][c]);
+            }
+        }
+        for (int h = 0; h < hn && dv < d; h++) { /* columns past the last 32: plain loops */
+            float *o = out + (size_t)(h0 + h) * out_stride;
+            for (int64_t j = dv; j < d; j++) o[j] = 0;
+            for (int64_t p = 0; p < npos; p++) {
+                float a = w[(size_t)(h0 + h) * w_stride + (size_t)p];
+                for (int64_t j = dv; j < d; j++) o[j] += a * v[(size_t)p * v_stride + (size_t)j];
+            }
+        }
+    }
+}
+
 const kn_ops kn_avx2_ops = {"avx2", avx2_quantize_act, avx2_matmul, avx2_dot_f32, avx2_axpy_f32, avx2_matmul_mlx,
-                            avx2_exp_sum};
+                            avx2_exp_sum, avx2_attn_v};

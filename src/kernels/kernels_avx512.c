@@ -866,8 +866,42 @@ static float avx512_exp_sum(const float *x, float shift, float *y, int64_t n) {
     return _mm512_reduce_add_ps(acc);
 }
 
+/* Up to 4 heads x 64 columns in 16 accumulators; each value row is read once per such tile. */
+static void avx512_attn_v(const float *w, size_t w_stride, int nh, const float *v, size_t v_stride, int64_t npos,
+                          int64_t d, float *out, size_t out_stride) {
+    for (int h0 = 0; h0 < nh; h0 += 4) {
+        int hn = nh - h0 < 4 ? nh - h0 : 4;
+        for (int64_t j0 = 0; j0 < d; j0 += 64) {
+            __mmask16 m[4];
+            for (int c = 0; c < 4; c++) {
+                int64_t left = d - j0 - 16 * c;
+                m[c] = left >= 16 ? 0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+            }
+            __m512 acc[4][4];
+            for (int h = 0; h < 4; h++)
+                for (int c = 0; c < 4; c++) acc[h][c] = _mm512_setzero_ps();
+            for (int64_t p = 0; p < npos; p++) {
+                const float *vr = v + (size_t)p * v_stride + (size_t)j0;
+                __m512 x0 = _mm512_maskz_loadu_ps(m[0], vr), x1 = _mm512_maskz_loadu_ps(m[1], vr + 16);
+                __m512 x2 = _mm512_maskz_loadu_ps(m[2], vr + 32), x3 = _mm512_maskz_loadu_ps(m[3], vr + 48);
+                for (int h = 0; h < hn; h++) {
+                    __m512 a = _mm512_set1_ps(w[(size_t)(h0 + h) * w_stride + (size_t)p]);
+                    acc[h][0] = _mm512_fmadd_ps(a, x0, acc[h][0]);
+                    acc[h][1] = _mm512_fmadd_ps(a, x1, acc[h][1]);
+                    acc[h][2] = _mm512_fmadd_ps(a, x2, acc[h][2]);
+                    acc[h][3] = _mm512_fmadd_ps(a, x3, acc[h][3]);
+                }
+            }
+            for (int h = 0; h < hn; h++) {
+                float *o = out + (size_t)(h0 + h) * out_stride + (size_t)j0;
+                for (int c = 0; c < 4; c++) _mm512_mask_storeu_ps(o + 16 * c, m[c], acc[h][c]);
+            }
+        }
+    }
+}
+
 const kn_ops kn_avx512_ops = {"avx512", avx512_quantize_act, avx512_matmul, avx512_dot_f32, avx512_axpy_f32,
-                               avx512_matmul_mlx, avx512_exp_sum};
+                               avx512_matmul_mlx, avx512_exp_sum, avx512_attn_v};
 
 #ifdef KN_POP_TARGET
 #pragma clang attribute pop

@@ -540,5 +540,42 @@ static float neon_exp_sum(const float *x, float shift, float *y, int64_t n) {
     return s;
 }
 
+/* Up to 2 heads x 16 columns in 8 accumulators; each value row is read once per such tile. */
+static void neon_attn_v(const float *w, size_t w_stride, int nh, const float *v, size_t v_stride, int64_t npos,
+                        int64_t d, float *out, size_t out_stride) {
+    int64_t dv = d / 16 * 16;
+    for (int h0 = 0; h0 < nh; h0 += 2) {
+        int hn = nh - h0 < 2 ? nh - h0 : 2;
+        for (int64_t j0 = 0; j0 < dv; j0 += 16) {
+            float32x4_t acc[2][4];
+            for (int h = 0; h < 2; h++)
+                for (int c = 0; c < 4; c++) acc[h][c] = vdupq_n_f32(0);
+            for (int64_t p = 0; p < npos; p++) {
+                const float *vr = v + (size_t)p * v_stride + (size_t)j0;
+                float32x4_t x0 = vld1q_f32(vr), x1 = vld1q_f32(vr + 4), x2 = vld1q_f32(vr + 8), x3 = vld1q_f32(vr + 12);
+                for (int h = 0; h < hn; h++) {
+                    float a = w[(size_t)(h0 + h) * w_stride + (size_t)p];
+                    acc[h][0] = vfmaq_n_f32(acc[h][0], x0, a);
+                    acc[h][1] = vfmaq_n_f32(acc[h][1], x1, a);
+                    acc[h][2] = vfmaq_n_f32(acc[h][2], x2, a);
+                    acc[h][3] = vfmaq_n_f32(acc[h][3], x3, a);
+                }
+            }
+            for (int h = 0; h < hn; h++) {
+                float *o = out + (size_t)(h0 + h) * out_stride + (size_t)j0;
+                for (int c = 0; c < 4; c++) vst1q_f32(o + 4 * c, acc[h][c]);
+            }
+        }
+        for (int h = 0; h < hn && dv < d; h++) { /* columns past the last 16: plain loops */
+            float *o = out + (size_t)(h0 + h) * out_stride;
+            for (int64_t j = dv; j < d; j++) o[j] = 0;
+            for (int64_t p = 0; p < npos; p++) {
+                float a = w[(size_t)(h0 + h) * w_stride + (size_t)p];
+                for (int64_t j = dv; j < d; j++) o[j] += a * v[(size_t)p * v_stride + (size_t)j];
+            }
+        }
+    }
+}
+
 const kn_ops kn_neon_ops = {"neon", neon_quantize_act, neon_matmul, neon_dot_f32, neon_axpy_f32, neon_matmul_mlx,
-                            neon_exp_sum};
+                            neon_exp_sum, neon_attn_v};
