@@ -1,111 +1,40 @@
 /* annotate.c — laya_annotate_file: copies a GGUF model file with Laya's typing metadata added or replaced:
- * the known-word list for typo decisions (laya.words, laya.word_counts) and the confidence map
- * (laya.calibration.prob, laya.calibration.hit). Tensors and every other entry are copied verbatim.
+ * the known-word list for typo decisions (laya.words, laya.word_counts, in byte order) and the confidence
+ * map (laya.calibration.prob, laya.calibration.hit). Tensors and every other entry are copied verbatim.
  * Not here: reading them back (session.c), fitting the map (laya eval --fit-calibration). */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "common.h"
 #include "gguf.h"
-#include "unicode.h"
+#include "typo.h"
 
-#define AN_WORD_MAX 48
-#define AN_WORDS_MAX 1000000
 #define AN_CAL_MAX 64
 
-typedef struct an_words {
-    char *buf;      /* the words, back to back */
-    size_t n_buf, cap_buf;
-    gguf_str *w;
-    uint32_t *cnt;
-    size_t n, cap;
-} an_words;
-
-/* Grow *p from old to new bytes (contents kept); 0 on success. */
-static int an_grow(void **p, size_t old, size_t new_bytes) {
-    void *n = laya_malloc(new_bytes);
-    if (!n) return 1;
-    if (old) memcpy(n, *p, old);
-    laya_free(*p);
-    *p = n;
-    return 0;
-}
-
-static void an_words_free(an_words *a) {
-    laya_free(a->buf);
-    laya_free(a->w);
-    laya_free(a->cnt);
-}
-
-/* Lines "word" or "word<TAB or spaces>count"; blank lines and lines starting with '#' are skipped. A word
- * must be valid UTF-8 of 1..48 bytes without white space; anything else is an error naming the line. */
-static laya_status read_words(const char *path, an_words *a, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return laya_err(err, errlen, LAYA_ERR_IO, "cannot open word list '%s'", path);
-    char line[256];
-    long ln = 0;
-    laya_status st = LAYA_OK;
-    while (fgets(line, sizeof line, f)) {
-        ln++;
-        size_t l = strlen(line);
-        if (l == sizeof line - 1 && line[l - 1] != '\n') {
-            st = laya_err(err, errlen, LAYA_ERR_FORMAT, "%s:%ld: line too long", path, ln);
-            break;
-        }
-        while (l && (line[l - 1] == '\n' || line[l - 1] == '\r')) line[--l] = 0;
-        if (l == 0 || line[0] == '#') continue;
-        size_t wl = 0;
-        while (wl < l && line[wl] != '\t' && line[wl] != ' ') wl++;
-        unsigned long c = 1;
-        if (wl < l) {
-            char *e;
-            c = strtoul(line + wl + 1, &e, 10);
-            while (*e == ' ' || *e == '\t') e++;
-            if (e == line + wl + 1 || *e || c > UINT32_MAX) {
-                st = laya_err(err, errlen, LAYA_ERR_FORMAT, "%s:%ld: expected \"word count\"", path, ln);
-                break;
-            }
-        }
-        int bad = wl == 0 || wl > AN_WORD_MAX || !uni_utf8_valid(line, wl);
-        for (size_t i = 0; i < wl && !bad; i++) bad = (unsigned char)line[i] < 0x20 || line[i] == 0x7f;
-        if (bad) {
-            st = laya_err(err, errlen, LAYA_ERR_FORMAT, "%s:%ld: not a word (1..%d bytes of UTF-8, no spaces)",
-                          path, ln, AN_WORD_MAX);
-            break;
-        }
-        if (a->n == AN_WORDS_MAX) {
-            st = laya_err(err, errlen, LAYA_ERR_CAPACITY, "%s: more than %d words", path, AN_WORDS_MAX);
-            break;
-        }
-        if (a->n == a->cap) {
-            size_t cap = a->cap ? a->cap * 2 : 4096;
-            if (an_grow((void **)&a->w, a->cap * sizeof *a->w, cap * sizeof *a->w) ||
-                an_grow((void **)&a->cnt, a->cap * sizeof *a->cnt, cap * sizeof *a->cnt)) {
-                st = laya_err(err, errlen, LAYA_ERR_NOMEM, "out of memory reading '%s'", path);
-                break;
-            }
-            a->cap = cap;
-        }
-        if (a->n_buf + wl > a->cap_buf) {
-            size_t cap = a->cap_buf ? a->cap_buf * 2 : 1 << 16;
-            while (cap < a->n_buf + wl) cap *= 2;
-            if (an_grow((void **)&a->buf, a->n_buf, cap)) {
-                st = laya_err(err, errlen, LAYA_ERR_NOMEM, "out of memory reading '%s'", path);
-                break;
-            }
-            a->cap_buf = cap;
-        }
-        memcpy(a->buf + a->n_buf, line, wl);
-        a->w[a->n].p = (const char *)(uintptr_t)a->n_buf; /* an offset until the buffer stops moving */
-        a->w[a->n].n = wl;
-        a->cnt[a->n++] = (uint32_t)c;
-        a->n_buf += wl;
+/* The word list: typo.c's reader (lines "word" or "word count", '#' comments), except that a line it
+ * would skip is an error here; the words are stored in its (byte) order, duplicates summed. */
+static laya_status read_words(const char *path, ty_list **out, gguf_str **w, uint32_t **cnt, size_t *n, char *err,
+                              size_t errlen) {
+    size_t skipped = 0;
+    laya_status st = ty_list_create(out);
+    if (st) return laya_err(err, errlen, st, "out of memory");
+    if ((st = ty_list_load(*out, path, &skipped, err, errlen))) return st;
+    if (skipped)
+        return laya_err(err, errlen, LAYA_ERR_FORMAT,
+                        "%s: %zu line(s) are not \"word count\" (a word: 1..%d bytes of UTF-8, no spaces)", path,
+                        skipped, TY_WORD_MAX);
+    if ((st = ty_list_finish(*out))) return laya_err(err, errlen, st, "%s: %s", path, laya_status_str(st));
+    *n = ty_list_size(*out);
+    if (*n == 0) return laya_err(err, errlen, LAYA_ERR_FORMAT, "word list '%s' is empty", path);
+    *w = laya_calloc(*n, sizeof **w);
+    *cnt = laya_calloc(*n, sizeof **cnt);
+    if (!*w || !*cnt) return laya_err(err, errlen, LAYA_ERR_NOMEM, "out of memory reading '%s'", path);
+    for (size_t i = 0; i < *n; i++) {
+        size_t len;
+        (*w)[i].p = ty_list_word(*out, i, &len, &(*cnt)[i]);
+        (*w)[i].n = len;
     }
-    if (!st && ferror(f)) st = laya_err(err, errlen, LAYA_ERR_IO, "reading '%s' failed", path);
-    fclose(f);
-    if (!st && a->n == 0) st = laya_err(err, errlen, LAYA_ERR_FORMAT, "word list '%s' is empty", path);
-    for (size_t i = 0; !st && i < a->n; i++) a->w[i].p = a->buf + (uintptr_t)a->w[i].p;
-    return st;
+    return LAYA_OK;
 }
 
 /* Lines "prob hit" (laya eval --fit-calibration): 2..64 points, prob increasing, hit not decreasing, both
@@ -144,11 +73,14 @@ static int key_is(const gguf_kv *kv, const char *k) {
 LAYA_API laya_status laya_annotate_file(const char *in_path, const char *out_path, const char *words_path,
                                         const char *calib_path, char *err, size_t errlen) {
     if (!in_path || !out_path) return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "annotate: a path is NULL");
-    an_words a = {0};
+    ty_list *wl = NULL;
+    gguf_str *ws = NULL;
+    uint32_t *wc = NULL;
+    size_t wn = 0;
     float cx[AN_CAL_MAX], cy[AN_CAL_MAX];
     uint64_t cn = 0;
     laya_status st;
-    if (words_path && (st = read_words(words_path, &a, err, errlen))) goto out_words;
+    if (words_path && (st = read_words(words_path, &wl, &ws, &wc, &wn, err, errlen))) goto out_words;
     if (calib_path && (st = read_calibration(calib_path, cx, cy, &cn, err, errlen))) goto out_words;
     gguf_file *f = NULL;
     char msg[256];
@@ -167,8 +99,8 @@ LAYA_API laya_status laya_annotate_file(const char *in_path, const char *out_pat
         if (calib_path && (key_is(kv, "laya.calibration.prob") || key_is(kv, "laya.calibration.hit"))) continue;
         st = gguf_writer_copy_kv(w, kv);
     }
-    if (!st && words_path && !(st = gguf_writer_set_arr_str(w, "laya.words", a.w, a.n)))
-        st = gguf_writer_set_arr(w, "laya.word_counts", GGUF_U32, a.cnt, a.n);
+    if (!st && words_path && !(st = gguf_writer_set_arr_str(w, "laya.words", ws, wn)))
+        st = gguf_writer_set_arr(w, "laya.word_counts", GGUF_U32, wc, wn);
     if (!st && calib_path && !(st = gguf_writer_set_arr(w, "laya.calibration.prob", GGUF_F32, cx, cn)))
         st = gguf_writer_set_arr(w, "laya.calibration.hit", GGUF_F32, cy, cn);
     if (st) {
@@ -196,6 +128,8 @@ out_writer:
 out_file:
     gguf_close(f);
 out_words:
-    an_words_free(&a);
+    laya_free(ws);
+    laya_free(wc);
+    ty_list_free(wl);
     return st;
 }
