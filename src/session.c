@@ -134,7 +134,7 @@ struct laya_session {
     int32_t max_batch;
     cand_buf out;
     double t_start_ms;
-    double step_ms;            /* a decode step of one row: the median of the last STEP_HIST steps (each
+    double step_ms;            /* a decode step of one row: the median of the last 8 steps (each
                                   normalized); a step of r rows is predicted at step_ms * (1 + r) / 2 */
     double step_hist[8];
     int32_t n_step_hist;
