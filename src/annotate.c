@@ -109,16 +109,9 @@ LAYA_API laya_status laya_annotate_file(const char *in_path, const char *out_pat
     }
     for (uint64_t i = 0; i < gguf_n_tensors(f); i++) {
         const gguf_tensor *t = gguf_tensor_at(f, i);
-        char name[512];
-        if (t->name.n >= sizeof name) {
-            st = laya_err(err, errlen, LAYA_ERR_UNSUPPORTED, "tensor name of %llu bytes is too long",
-                          (unsigned long long)t->name.n);
-            goto out_writer;
-        }
-        memcpy(name, t->name.p, (size_t)t->name.n);
-        name[t->name.n] = 0;
-        if ((st = gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne, t->data))) {
-            st = laya_err(err, errlen, st, "adding tensor '%s': %s", name, laya_status_str(st));
+        if ((st = gguf_writer_add_tensor_n(w, t->name.p, (size_t)t->name.n, t->type, t->n_dims, t->ne, t->data))) {
+            st = laya_err(err, errlen, st, "adding tensor '%.*s': %s", (int)LAYA_MIN(t->name.n, 64), t->name.p,
+                          laya_status_str(st));
             goto out_writer;
         }
     }

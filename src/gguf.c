@@ -971,8 +971,12 @@ laya_status gguf_writer_copy_kv(gguf_writer *w, const gguf_kv *kv) {
 
 laya_status gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
                                    const int64_t *ne, const void *data) {
+    return gguf_writer_add_tensor_n(w, name, name ? strlen(name) : 0, type, n_dims, ne, data);
+}
+
+laya_status gguf_writer_add_tensor_n(gguf_writer *w, const char *name, size_t nn, uint32_t type, uint32_t n_dims,
+                                     const int64_t *ne, const void *data) {
     if (!w || !name || !ne || !data || n_dims == 0 || n_dims > 4) return LAYA_ERR_INVALID_ARG;
-    size_t nn = strlen(name);
     if (name_problem((const uint8_t *)name, nn)) return LAYA_ERR_INVALID_ARG;
     const qt_traits *tr = qt_get(type);
     if (!tr || !tr->name || tr->block <= 0 || tr->bytes <= 0) return LAYA_ERR_UNSUPPORTED;

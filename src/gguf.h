@@ -112,6 +112,9 @@ laya_status gguf_writer_copy_kv(gguf_writer *w, const gguf_kv *kv);
 /* n_dims 1..4, ne[0] the row length; data holds qt_row_bytes(type, ne[0]) * rows bytes. */
 laya_status gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
                                    const int64_t *ne, const void *data);
+/* The same with a name of nn bytes, not NUL-terminated (a gguf_tensor's name, copied from another file). */
+laya_status gguf_writer_add_tensor_n(gguf_writer *w, const char *name, size_t nn, uint32_t type, uint32_t n_dims,
+                                     const int64_t *ne, const void *data);
 /* Added notes on the writer: setting a key that is already set replaces its value in place. Setters return
  * LAYA_ERR_INVALID_ARG for an empty / non-UTF-8 / NUL-containing key, a bool other than 0/1, a bad shape or
  * a row length that is not a multiple of the block size; LAYA_ERR_UNSUPPORTED for an unknown tensor type;

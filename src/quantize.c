@@ -162,16 +162,9 @@ laya_status laya_quantize_file(const char *in_path, const char *out_path, const 
         uint32_t to = target_type(t, (uint32_t)target, t == out_t);
         const void *data = t->data; /* unchanged tensors are written straight from the map */
         if (to != t->type && (st = convert(t, to, pool, &o, &data, err, errlen))) goto done;
-        char name[512];
-        if (t->name.n >= sizeof name) {
-            st = laya_err(err, errlen, LAYA_ERR_UNSUPPORTED, "tensor name of %llu bytes is too long",
-                          (unsigned long long)t->name.n);
-            goto done;
-        }
-        memcpy(name, t->name.p, (size_t)t->name.n);
-        name[t->name.n] = 0;
-        if ((st = gguf_writer_add_tensor(w, name, to, t->n_dims, t->ne, data))) {
-            st = laya_err(err, errlen, st, "adding tensor '%s': %s", name, laya_status_str(st));
+        if ((st = gguf_writer_add_tensor_n(w, t->name.p, (size_t)t->name.n, to, t->n_dims, t->ne, data))) {
+            st = laya_err(err, errlen, st, "adding tensor '%.*s': %s", (int)LAYA_MIN(t->name.n, 64), t->name.p,
+                          laya_status_str(st));
             goto done;
         }
     }
