@@ -263,6 +263,8 @@ typedef struct laya_session_params {
                                logits and the model's own probability (see prob below) */
     int32_t beam;           /* hypotheses kept per step (sequence slots), 1..LAYA_MAX_CANDIDATES; 0 (default):
                                max(n_candidates, 8). Wider finds more multi-token words, at a cost per step */
+    double prefetch_ms;     /* async: after each decision the worker spends up to this long deciding the likeliest
+                               next texts (see laya_session_prefetch) until the next submit (default 40; 0: off) */
     const char *user_dict;  /* path of the user dictionary file (boosts, learning), or NULL; copied */
 } laya_session_params;
 
@@ -322,6 +324,19 @@ LAYA_API laya_status laya_session_accept(laya_session *s, int32_t i);
  * prefix are offered when the model does not offer them. Writes the dictionary file: not for the
  * keystroke path's latency budget (call it when a word is finished, or from another thread's queue). */
 LAYA_API laya_status laya_session_learn(laya_session *s, const char *text, size_t len);
+
+/* Use idle time (the gap before the next keystroke) for the next keystroke's decision: decide, for up to
+ * budget_ms, the texts the caller is likeliest to send next: each of the last decision's candidates taken
+ * (followed by a space in text mode), the likeliest next characters, the word ended as typed. Their work
+ * (prompt tokens, every hypothesis's logits, typo decisions) stays in the session's caches, keyed by the
+ * tokens, so when one of them comes, set_text + suggest is a lookup with no decode step; a text that was
+ * not guessed costs what it costs without prefetch, and the candidates are the same either way. The
+ * session's text and the last decision's candidates are kept (suggest and accept see what they saw).
+ * If the current text was not decided yet, it is decided first. Returns at the first decode step past
+ * the budget (one step: about a millisecond with the default model); *n_done (may be NULL) is how many
+ * guesses were finished. Call it again to go on with the same plan; set_text starts a new one. Allocates
+ * nothing. Synchronous sessions only: an asynchronous one does this on its worker (params.prefetch_ms). */
+LAYA_API laya_status laya_session_prefetch(laya_session *s, double budget_ms, int32_t *n_done);
 
 /* Replace the calibration map: n points (x[i] increasing, y[i] non-decreasing, all in [0, 1]), 2..64;
  * n == 0 restores the identity. Copied. */

@@ -21,8 +21,12 @@
 #define MAX_STEPS 32
 #define GEN_MAX 192   /* bytes of generated text per hypothesis */
 #define HEAL_MAX 64   /* bytes of typed text a completion may heal over */
-#define NC_BYTES (4u << 20) /* the node cache's logits: 64 rows of a 16k vocabulary, 6 of Qwen's 152k */
+#define NC_BYTES (16u << 20) /* the node cache's logits: 256 rows of a 16k vocabulary, 27 of Qwen's 152k */
 #define NC_MAX 256
+#define NC_MIN 32     /* entries at least, whatever the vocabulary */
+#define PRI_OWN 0xffffffffull /* nc_cur's weight for the caller's own text */
+#define CC_MAX 64     /* typo decisions remembered (by context and word): more than one plan makes */
+#define PF_MAX 16     /* guesses of the next text one prefetch considers */
 #define NC_ROW0 (-1000)   /* hyp.row <= NC_ROW0: node-cache entry NC_ROW0 - row */
 #define FORK_MIN 16   /* a slot this many tokens behind the prompt is refilled by copying slot 0 */
 #define FIN_MAX 64    /* finished candidates kept per decision */
@@ -47,7 +51,8 @@ typedef struct hyp {
     char gen[GEN_MAX]; /* the bytes of tok, concatenated */
     double logp;
     int32_t slot;      /* sequence slot holding prompt + tok */
-    int32_t row;       /* batch row of the last token; -1: the prompt's cached logits; -2..: slot -2-row's;
+    uint64_t key;      /* key_mix over prompt + tok: the node cache's key */
+    int32_t row;       /* batch row of the last token; -1: the prompt's cached logits;
                           <= NC_ROW0: node-cache entry NC_ROW0-row */
     int32_t hidden;    /* decoded with LAYA_WANT_HIDDEN: only subset logits */
 } hyp;
@@ -63,6 +68,34 @@ typedef struct cand_buf {
     char text[LAYA_MAX_CANDIDATES][LAYA_CANDIDATE_MAX_BYTES];
     int32_t n;
 } cand_buf;
+
+/* What the beam needs of a row of logits, computed once when the row enters the node cache: a cached
+ * hypothesis is then expanded in O(NTOP) instead of three passes over the vocabulary. */
+#define NTOP LAYA_MAX_CANDIDATES /* the widest beam */
+typedef struct nsum {
+    double lz;         /* log of the softmax normalizer */
+    double lend[3];    /* log of the probability mass of the tokens that end a word / identifier / line */
+    /* the best generating tokens (not TF_NOGEN), best first: [0] all of them, [1 + k] those that do not
+     * end a word / identifier / line (where the hypothesis may end, its enders finish it instead) */
+    int32_t n_top[4];
+    laya_token top[4][NTOP];
+    float topv[4][NTOP];
+} nsum;
+
+/* A typo decision already made: the context before the word, the word and how it was written decide it. */
+typedef struct corr_memo {
+    uint64_t key;      /* 0: empty */
+    int32_t len;       /* bytes of the replacement; 0: the word stays */
+    float post;
+    char word[TY_WORD_MAX];
+} corr_memo;
+
+/* A guess of the next text, for prefetch: the normalized text before the cursor is base[0..keep) + add. */
+typedef struct pf_guess {
+    double w;          /* how likely it is (for the order) */
+    int32_t keep, add_len;  /* keep: bytes of the caller's (windowed, raw) text */
+    char add[LAYA_CANDIDATE_MAX_BYTES + 8];
+} pf_guess;
 
 struct laya_session {
     const laya_model *m;
@@ -106,20 +139,39 @@ struct laya_session {
     int32_t n_ptok, ptok_cap;
     laya_token *slot_tok[MAX_SLOTS]; /* (max_kv_size) what each slot holds */
     int32_t slot_n[MAX_SLOTS];
+    int32_t ps;                /* the slot that holds the prompt (whichever held most of it at set_text) */
+    uint64_t p_key, pre_key;   /* key_mix of the prompt; of the prompt pre_logits belong to */
+    int kv_lag;                /* the prompt's logits came from the node cache but its slot holds only a
+                                  prefix of it: the rest is decoded when a decode step needs it */
     float *pre_logits;         /* (n_vocab) logits after the prompt's last token */
-    float *slot_logits;        /* (n_slots, n_vocab) logits after each beam slot's last token, kept across
-                                  keystrokes: the next keystroke's hypotheses are often the same tokens */
-    int32_t slot_lg_n[MAX_SLOTS]; /* slot length those logits follow; -1: none */
     int32_t pre_n;             /* prompt length they belong to; -1: none */
     /* Node cache: the logits after every hypothesis decoded since the prompt last changed, by its tokens.
      * Typing on inside a word restarts the beam from the prompt with a narrower prefix: most of the
      * hypotheses it needs were decoded at the keystrokes before, and cost nothing now. */
     float *nc_logits;          /* (nc_cap, n_vocab) */
-    laya_token *nc_tok;        /* (nc_cap, max_tokens) */
-    int32_t *nc_n;             /* tokens of each entry; -1: empty */
-    uint32_t *nc_stamp;        /* decode step that last used it (least recently used goes first) */
+    uint64_t *nc_key;          /* (nc_cap) key_mix of the whole token sequence (prompt included) */
+    int32_t *nc_n;             /* its length in tokens; -1: empty */
+    uint32_t *nc_stamp;        /* decode step that last used it: an entry in use by this step stays */
+    uint64_t *nc_pri;          /* (keystroke, weight) it was last used for: the lowest is replaced first */
+    nsum *nc_sum;              /* (nc_cap) */
     int32_t nc_cap;
     uint32_t nc_clock;
+    uint64_t nc_cur;           /* the priority of what is decoded now: this keystroke, and 2^32 - 1 for the
+                                  caller's own text or the guess's likelihood in 2^-32 for a prefetch */
+    corr_memo *cc;             /* (CC_MAX) typo decisions, kept across prompts */
+    int32_t cc_next;
+
+    /* prefetch: the caller's last text, kept while guesses of the next one are decided */
+    char *cur_raw, *cur_after; /* (max_text + 8), (max_text / 4 + 8) */
+    size_t cur_raw_len, cur_after_len, cur_full, cur_cut; /* the caller's length, and where its window starts */
+    int have_text, decided;    /* decided: the last decision is for the current text */
+    char *pf_text;             /* (3 * max_text + 2 * LAYA_CANDIDATE_MAX_BYTES + 16) a guessed text */
+    pf_guess pf[PF_MAX];       /* the plan for the current text, likeliest first */
+    int32_t pf_n, pf_i;        /* guesses planned (-1: no plan yet), and done */
+    cand_buf pf_out;           /* the caller's candidates while guesses are decided */
+    int in_prefetch;           /* decisions are guesses: no user deadline, stop at pf_end */
+    double pf_end;
+    double typed_lp;           /* log prob that the partial word ends as typed (the decision skips it) */
 
     /* decision scratch */
     hyp *live, *next, *pool;   /* (n_slots), (n_slots), (n_slots * n_slots) */
@@ -353,6 +405,7 @@ laya_session_params laya_session_default_params(void) {
                              .async = 0,
                              .min_prob = 0,
                              .beam = 0,
+                             .prefetch_ms = 40,
                              .user_dict = NULL};
     return p;
 }
@@ -435,8 +488,9 @@ void laya_session_free(laya_session *s) {
     laya_free(s->ctok);
     void *bufs[] = {s->tflag, s->norm,   s->map,      s->after, s->amap,     s->ctxt,     s->prompt, s->guess,
                     s->ptok,  s->live,   s->next,     s->pool,  s->fins,     s->allowed,  s->vals,
-                    s->b_tok, s->b_seq,  s->b_want,   s->pre_logits, s->slot_logits, s->a_before, s->a_after, s->w_before,
-                    s->w_after, s->nc_logits, s->nc_tok, s->nc_n, s->nc_stamp};
+                    s->b_tok, s->b_seq,  s->b_want,   s->pre_logits, s->nc_pri, s->a_before, s->a_after, s->w_before,
+                    s->w_after, s->nc_logits, s->nc_key, s->nc_n, s->nc_stamp, s->nc_sum, s->cur_raw, s->cur_after,
+                    s->pf_text, s->cc};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) laya_free(bufs[i]);
     for (int i = 0; i < MAX_SLOTS; i++) laya_free(s->slot_tok[i]);
     laya_free(s);
@@ -451,7 +505,8 @@ laya_status laya_session_create(const laya_model *m, laya_session_params p, laya
     if (p.mode < 0 || p.mode > 2 || p.n_candidates < 1 || p.n_candidates > LAYA_MAX_CANDIDATES || p.max_tokens < 1 ||
         p.max_tokens > MAX_STEPS || p.max_kv_size < 16 || p.max_kv_size > (1 << 16) || p.max_text < 16 ||
         p.max_text > (1 << 20) || p.deadline_ms < 0 || !(p.deadline_ms == p.deadline_ms) ||
-        !(p.min_prob >= 0 && p.min_prob < 1) || p.beam < 0 || p.beam > LAYA_MAX_CANDIDATES)
+        !(p.min_prob >= 0 && p.min_prob < 1) || p.beam < 0 || p.beam > LAYA_MAX_CANDIDATES ||
+        !(p.prefetch_ms >= 0 && p.prefetch_ms <= 1e6))
         return laya_err(err, errlen, LAYA_ERR_INVALID_ARG,
                         "session params out of range (mode %d, n_candidates %d, max_tokens %d, max_kv_size %d, "
                         "max_text %d)",
@@ -467,7 +522,6 @@ laya_status laya_session_create(const laya_model *m, laya_session_params p, laya
     s->n_slots = p.beam > 0 ? p.beam : LAYA_MAX(p.n_candidates, 8);
     s->max_tokens = p.max_tokens;
     s->pre_n = -1;
-    for (int i = 0; i < MAX_SLOTS; i++) s->slot_lg_n[i] = -1;
     s->log_min_prob = p.min_prob > 0 ? log(p.min_prob) : -INFINITY;
     s->norm_flags = p.normalize == LAYA_NORM_MODE_DEFAULT
                         ? (p.mode == LAYA_MODE_TEXT ? LAYA_NORM_FULLWIDTH | LAYA_NORM_ZERO_WIDTH | LAYA_NORM_SPACES
@@ -502,21 +556,27 @@ laya_status laya_session_create(const laya_model *m, laya_session_params p, laya
     s->allowed = laya_malloc(nv * sizeof(laya_token));
     s->vals = laya_malloc(nv * sizeof(float));
     s->pre_logits = laya_malloc(nv * sizeof(float));
-    s->slot_logits = laya_malloc(ns * nv * sizeof(float));
-    s->nc_cap = (int32_t)LAYA_MIN((size_t)NC_MAX, NC_BYTES / (nv * sizeof(float)));
+    s->nc_cap = (int32_t)LAYA_MAX((size_t)NC_MIN, LAYA_MIN((size_t)NC_MAX, NC_BYTES / (nv * sizeof(float))));
     if (s->nc_cap > 0) {
         s->nc_logits = laya_malloc((size_t)s->nc_cap * nv * sizeof(float));
-        s->nc_tok = laya_malloc((size_t)s->nc_cap * (size_t)s->max_tokens * sizeof(laya_token));
+        s->nc_key = laya_malloc((size_t)s->nc_cap * sizeof(uint64_t));
+        s->nc_sum = laya_malloc((size_t)s->nc_cap * sizeof(nsum));
         s->nc_n = laya_malloc((size_t)s->nc_cap * sizeof(int32_t));
         s->nc_stamp = laya_calloc((size_t)s->nc_cap, sizeof(uint32_t));
-        if (!s->nc_logits || !s->nc_tok || !s->nc_n || !s->nc_stamp) goto nomem;
+        s->nc_pri = laya_calloc((size_t)s->nc_cap, sizeof(uint64_t));
+        if (!s->nc_logits || !s->nc_key || !s->nc_n || !s->nc_stamp || !s->nc_sum || !s->nc_pri) goto nomem;
         for (int32_t i = 0; i < s->nc_cap; i++) s->nc_n[i] = -1;
     }
+    s->cc = laya_calloc(CC_MAX, sizeof(corr_memo));
+    s->cur_raw = laya_malloc(mt + 8);
+    s->cur_after = laya_malloc(mt / 4 + 8);
+    s->pf_text = laya_malloc(3 * mt + 2 * LAYA_CANDIDATE_MAX_BYTES + 16);
+    if (!s->cc || !s->cur_raw || !s->cur_after || !s->pf_text) goto nomem;
     s->b_tok = laya_malloc((size_t)s->max_batch * sizeof(laya_token));
     s->b_seq = laya_malloc((size_t)s->max_batch * sizeof(int32_t));
     s->b_want = laya_malloc((size_t)s->max_batch);
     if (!s->tw || !s->tflag || !s->norm || !s->map || !s->after || !s->amap || !s->ctxt || !s->prompt || !s->guess || !s->ptok || !s->ctok ||
-        !s->live || !s->next || !s->pool || !s->fins || !s->allowed || !s->vals || !s->pre_logits || !s->slot_logits || !s->b_tok ||
+        !s->live || !s->next || !s->pool || !s->fins || !s->allowed || !s->vals || !s->pre_logits || !s->b_tok ||
         !s->b_seq || !s->b_want)
         goto nomem;
     for (int i = 0; i < s->n_slots + TYPO_SLOTS; i++)
@@ -810,62 +870,177 @@ static int32_t lcp_tokens(const laya_token *a, int32_t na, const laya_token *b, 
     return i;
 }
 
-/* Bring slot 0 to the prompt and cache the logits after it: only the tokens past the common prefix run. */
+/* The node cache's key of a token sequence, one token at a time: the key of prompt + hypothesis extends the
+ * prompt's. 64 bits of a strong mix: a collision among the few hundred entries is out of reach. */
+static uint64_t key_mix(uint64_t h, laya_token t) {
+    h ^= (uint64_t)(uint32_t)t + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h *= 0xbf58476d1ce4e5b9ull;
+    return h ^ (h >> 31);
+}
+#define KEY0 0x6a09e667f3bcc909ull
+
+/* An entry used by the step now running, for what nc_cur says. */
+static void nc_touch(laya_session *s, int32_t e) {
+    s->nc_stamp[e] = s->nc_clock;
+    if (s->nc_pri[e] < s->nc_cur) s->nc_pri[e] = s->nc_cur;
+}
+
+static int32_t nc_find(const laya_session *s, uint64_t key, int32_t n) {
+    for (int32_t i = 0; i < s->nc_cap; i++)
+        if (s->nc_key[i] == key && s->nc_n[i] == n) return i;
+    return -1;
+}
+
+static void top_push(laya_token *ids, float *vs, int32_t *n, int32_t cap, laya_token id, float v);
+
+static void nsum_fill(laya_session *s, const float *l, nsum *o) {
+    const int32_t nv = s->n_vocab;
+    float mx = -INFINITY;
+    for (int32_t i = 0; i < nv; i++) mx = l[i] > mx ? l[i] : mx;
+    float *ev = s->vals, sum = s->m->kn->exp_sum(l, mx, ev, nv), e[3] = {0, 0, 0};
+    static const uint8_t end_bit[3] = {TF_END_WORD, TF_END_IDENT, TF_END_LINE};
+    for (int k = 0; k < 4; k++) o->n_top[k] = 0;
+    for (int32_t i = 0; i < nv; i++) {
+        uint8_t f = s->tflag[i];
+        float v = l[i];
+        for (int k = 0; k < 3; k++)
+            if (f & end_bit[k]) e[k] += ev[i];
+        if (f & TF_NOGEN) continue;
+        for (int k = 0; k < 4; k++)
+            if ((k == 0 || !(f & end_bit[k - 1])) && (o->n_top[k] < NTOP || v > o->topv[k][NTOP - 1]))
+                top_push(o->top[k], o->topv[k], &o->n_top[k], NTOP, i, v);
+    }
+    o->lz = mx + log((double)sum);
+    for (int k = 0; k < 3; k++) o->lend[k] = e[k] > 0 ? log((double)e[k] / sum) : -INFINITY;
+}
+
+/* Keep the logits after a token sequence (and their summary); an entry in use by this step is never the
+ * one replaced. Returns the entry, or -1. */
+static int32_t nc_put(laya_session *s, uint64_t key, int32_t n, const float *lg) {
+    if (n <= 0 || s->nc_cap == 0) return -1;
+    int32_t v = nc_find(s, key, n);
+    if (v >= 0) {
+        nc_touch(s, v);
+        return v;
+    }
+    for (int32_t i = 0; i < s->nc_cap; i++) {
+        if (s->nc_n[i] < 0) {
+            v = i;
+            break;
+        }
+        if (s->nc_stamp[i] != s->nc_clock && (v < 0 || s->nc_pri[i] < s->nc_pri[v])) v = i;
+    }
+    /* a less likely guess does not push out what a likelier one (or the caller's text) decoded */
+    if (v < 0 || (s->nc_n[v] >= 0 && s->nc_pri[v] >= s->nc_cur)) return -1;
+    size_t nv = (size_t)s->n_vocab;
+    memcpy(s->nc_logits + (size_t)v * nv, lg, nv * sizeof(float));
+    nsum_fill(s, lg, &s->nc_sum[v]);
+    s->nc_key[v] = key;
+    s->nc_n[v] = n;
+    s->nc_pri[v] = 0;
+    nc_touch(s, v);
+    return v;
+}
+
 static int stop_now(laya_session *s, double step_ms);
 static void step_learn(laya_session *s, double ms, int32_t rows);
 
-static laya_status sync_prompt(laya_session *s) {
-    int32_t nP = s->n_ptok;
-    int32_t l = lcp_tokens(s->slot_tok[0], s->slot_n[0], s->ptok, nP);
-    s->st.n_prompt = nP;
-    s->st.n_reused = l;
-    s->st.n_computed = 0;
-    if (nP == 0) {
-        s->pre_n = -1;
-        return LAYA_OK;
-    }
-    if (l == nP && s->pre_n == nP) return LAYA_OK;
-    if (l >= nP) l = nP - 1;
-    s->pre_n = -1;
-    s->slot_lg_n[0] = -1;
-    for (int32_t i = 0; i < s->nc_cap; i++) s->nc_n[i] = -1; /* keyed by tokens after the old prompt */
-    laya_status st = laya_seq_truncate(s->ctx, 0, l);
+/* Decode the prompt's tokens from position l into its slot; with logits, the last row's go to pre_logits. */
+static laya_status prefill(laya_session *s, int32_t l, int logits, int *done) {
+    int32_t nP = s->n_ptok, j = s->ps;
+    *done = 0;
+    laya_status st = laya_seq_truncate(s->ctx, j, l);
     if (st) return laya_err(s->err, sizeof s->err, st, "%s", laya_context_error(s->ctx));
-    s->slot_n[0] = l;
+    s->slot_n[j] = l;
     while (l < nP) {
-        /* A submitted decision stops its prefill when cancelled or out of time; what is done stays cached
-         * and the next keystroke goes on from there. */
-        if (s->in_worker && l > s->st.n_reused && stop_now(s, 0)) {
+        /* A submitted decision (or a prefetch) stops its prefill when cancelled or out of time; what is done
+         * stays cached and the next keystroke goes on from there. */
+        if ((s->in_worker || s->in_prefetch) && l > s->st.n_reused && stop_now(s, 0)) {
             s->st.deadline_hit = 1;
             return LAYA_OK;
         }
         int32_t n = LAYA_MIN(CHUNK, nP - l);
         for (int32_t i = 0; i < n; i++) {
             s->b_tok[i] = s->ptok[l + i];
-            s->b_seq[i] = 0;
-            s->b_want[i] = (l + i == nP - 1) ? LAYA_WANT_LOGITS : 0;
+            s->b_seq[i] = j;
+            s->b_want[i] = (logits && l + i == nP - 1) ? LAYA_WANT_LOGITS : 0;
         }
         laya_batch b = {n, s->b_tok, s->b_seq, s->b_want};
         double t0 = now_ms();
         if ((st = laya_decode(s->ctx, b)))
             return laya_err(s->err, sizeof s->err, st, "decode: %s", laya_context_error(s->ctx));
         if (n <= 8) step_learn(s, now_ms() - t0, n); /* a step of the size a decision takes: keeps the estimate fresh */
-        memcpy(s->slot_tok[0] + l, s->ptok + l, (size_t)n * sizeof(laya_token));
+        memcpy(s->slot_tok[j] + l, s->ptok + l, (size_t)n * sizeof(laya_token));
         l += n;
-        s->slot_n[0] = l;
+        s->slot_n[j] = l;
         s->st.n_computed += n;
-        if (l == nP) memcpy(s->pre_logits, laya_get_logits(s->ctx, n - 1), (size_t)s->n_vocab * sizeof(float));
+        if (logits && l == nP) memcpy(s->pre_logits, laya_get_logits(s->ctx, n - 1), (size_t)s->n_vocab * sizeof(float));
     }
-    s->pre_n = nP;
+    s->kv_lag = 0;
+    *done = 1;
     return LAYA_OK;
 }
 
-laya_status laya_session_set_text(laya_session *s, const char *before, size_t before_len, const char *after,
-                                  size_t after_len) {
-    if (!s) return LAYA_ERR_INVALID_ARG;
-    if ((!before && before_len) || (!after && after_len))
-        return laya_err(s->err, sizeof s->err, LAYA_ERR_INVALID_ARG, "NULL text with a nonzero length");
-    if (!before) before = "";
+/* Bring a slot to the prompt and have the logits after it: only the tokens past the longest common prefix
+ * run. The slot holding most of the prompt becomes the prompt's slot: after a guessed text was decided
+ * (prefetch), or after a hypothesis that is now the prompt (a word finished as a candidate had it), the
+ * new prompt is often held whole by some slot, and its logits are in the node cache. */
+static laya_status sync_prompt(laya_session *s) {
+    int32_t nP = s->n_ptok, nsl = s->n_slots + TYPO_SLOTS;
+    s->st.n_prompt = nP;
+    s->st.n_computed = 0;
+    if (nP == 0) {
+        s->pre_n = -1;
+        s->st.n_reused = 0;
+        return LAYA_OK;
+    }
+    int32_t best = s->ps, l = lcp_tokens(s->slot_tok[s->ps], s->slot_n[s->ps], s->ptok, nP);
+    for (int32_t k = 0; k < nsl; k++) {
+        int32_t lk = lcp_tokens(s->slot_tok[k], s->slot_n[k], s->ptok, nP);
+        if (lk > l) l = lk, best = k;
+    }
+    s->st.n_reused = l;
+    s->ps = best;
+    if (l == nP) s->kv_lag = 0;
+    if (l == nP && s->pre_n == nP && s->pre_key == s->p_key) return LAYA_OK;
+    int32_t e = nc_find(s, s->p_key, nP);
+    if (e >= 0) {
+        /* Known logits: a decision that finds all its hypotheses in the node cache needs nothing more, so
+         * the rest of the prompt's KV waits for a decode step that needs it (prompt_kv). */
+        memcpy(s->pre_logits, s->nc_logits + (size_t)e * (size_t)s->n_vocab, (size_t)s->n_vocab * sizeof(float));
+        s->nc_clock++;
+        nc_touch(s, e);
+        s->pre_n = nP;
+        s->pre_key = s->p_key;
+        s->kv_lag = l < nP;
+        return LAYA_OK;
+    }
+    if (l >= nP) l = nP - 1;
+    s->pre_n = -1;
+    int done = 0;
+    laya_status st = prefill(s, l, 1, &done);
+    if (st || !done) return st;
+    s->pre_n = nP;
+    s->pre_key = s->p_key;
+    s->nc_clock++;
+    nc_put(s, s->p_key, nP, s->pre_logits);
+    return LAYA_OK;
+}
+
+/* Before a decode step that reads the prompt's slot: its KV up to the whole prompt. */
+static laya_status prompt_kv(laya_session *s) {
+    if (!s->kv_lag) return LAYA_OK;
+    int32_t l = lcp_tokens(s->slot_tok[s->ps], s->slot_n[s->ps], s->ptok, s->n_ptok);
+    int in_w = s->in_worker, in_p = s->in_prefetch;
+    s->in_worker = s->in_prefetch = 0; /* a few tokens: not worth stopping for */
+    int done;
+    laya_status st = prefill(s, LAYA_MIN(l, s->n_ptok - 1), 0, &done);
+    s->in_worker = in_w, s->in_prefetch = in_p;
+    return st;
+}
+
+static laya_status set_text(laya_session *s, const char *before, size_t before_len, const char *after,
+                            size_t after_len) {
     size_t mt = (size_t)s->p.max_text;
     size_t cut = window_start(before, before_len, mt);
     s->st.truncated = cut > 0;
@@ -944,7 +1119,35 @@ laya_status laya_session_set_text(laya_session *s, const char *before, size_t be
         s->n_ctok = kc;
     }
     s->n_ptok = k;
+    uint64_t h = KEY0;
+    for (int32_t i = 0; i < k; i++) h = key_mix(h, s->ptok[i]);
+    s->p_key = h;
     return sync_prompt(s);
+}
+
+laya_status laya_session_set_text(laya_session *s, const char *before, size_t before_len, const char *after,
+                                  size_t after_len) {
+    if (!s) return LAYA_ERR_INVALID_ARG;
+    if ((!before && before_len) || (!after && after_len))
+        return laya_err(s->err, sizeof s->err, LAYA_ERR_INVALID_ARG, "NULL text with a nonzero length");
+    if (!before) before = "";
+    /* Kept for prefetch, which decides guessed texts and then comes back to this one. */
+    size_t mt = (size_t)s->p.max_text, cut = window_start(before, before_len, mt);
+    size_t an = LAYA_MIN(after_len, mt / 4);
+    while (an > 0 && an < after_len && ((unsigned char)after[an] & 0xC0) == 0x80) an--;
+    s->cur_raw_len = before_len - cut;
+    if (s->cur_raw_len) memcpy(s->cur_raw, before + cut, s->cur_raw_len);
+    s->cur_after_len = an;
+    if (an) memcpy(s->cur_after, after, an);
+    s->cur_full = before_len;
+    s->cur_cut = cut;
+    s->have_text = 1;
+    s->decided = 0;
+    s->pf_n = -1;
+    s->nc_cur = ((s->nc_cur >> 32) + 1) << 32 | PRI_OWN; /* a new keystroke */
+    laya_status st = set_text(s, s->cur_raw, s->cur_raw_len, s->cur_after, s->cur_after_len);
+    s->st.truncated |= cut > 0 || an < after_len;
+    return st;
 }
 
 /* ---- the decision ----------------------------------------------------------------------------------- */
@@ -952,7 +1155,11 @@ laya_status laya_session_set_text(laya_session *s, const char *before, size_t be
 static void add_fin(laya_session *s, const char *w, int32_t len, double logp) {
     if (len <= 0 || len >= LAYA_CANDIDATE_MAX_BYTES || logp < s->log_min_prob) return;
     int32_t partial = s->norm_len - s->word_start;
-    if (s->kind == LAYA_KIND_COMPLETE && len == partial) return; /* the word as typed: nothing to offer */
+    if (s->kind == LAYA_KIND_COMPLETE && len == partial) { /* the word as typed: nothing to offer */
+        double a = LAYA_MAX(s->typed_lp, logp), b = LAYA_MIN(s->typed_lp, logp);
+        s->typed_lp = b == -INFINITY ? a : a + log1p(exp(b - a)); /* prefetch guesses the word ends here */
+        return;
+    }
     int blank = 1;
     for (int32_t i = 0; i < len; i++) blank &= w[i] == ' ';
     if (blank) return;
@@ -1043,6 +1250,7 @@ static void child(laya_session *s, const hyp *h, laya_token id, double lp, int32
     c->n_tok = h->n_tok + 1;
     c->logp = lp;
     c->slot = h->slot;
+    c->key = key_mix(h->key, id);
     c->row = -1;
     c->hidden = 0;
     (*n_pool)++;
@@ -1052,9 +1260,12 @@ static void child(laya_session *s, const hyp *h, laya_token id, double lp, int32
 static laya_status expand(laya_session *s, const hyp *h, int32_t *n_pool) {
     const int32_t B = s->n_slots, nv = s->n_vocab;
     const float *full = NULL;
+    const nsum *sm = NULL;
     if (h->row == -1) full = s->pre_logits;
-    else if (h->row <= NC_ROW0) full = s->nc_logits + (size_t)(NC_ROW0 - h->row) * (size_t)nv;
-    else if (h->row <= -2) full = s->slot_logits + (size_t)(-2 - h->row) * (size_t)nv;
+    else if (h->row <= NC_ROW0) {
+        full = s->nc_logits + (size_t)(NC_ROW0 - h->row) * (size_t)nv;
+        sm = &s->nc_sum[NC_ROW0 - h->row];
+    }
     else if (!h->hidden) full = laya_get_logits(s->ctx, h->row);
     laya_token tid[LAYA_MAX_CANDIDATES];
     float tv[LAYA_MAX_CANDIDATES];
@@ -1074,11 +1285,9 @@ static laya_status expand(laya_session *s, const hyp *h, int32_t *n_pool) {
         }
         float mx = -INFINITY;
         for (int32_t i = 0; i < na; i++) mx = LAYA_MAX(mx, s->vals[i]);
-        double sum = 0;
-        for (int32_t i = 0; i < na; i++) {
-            sum += exp((double)(s->vals[i] - mx));
-            top_push(tid, tv, &nt, B, s->allowed[i], s->vals[i]);
-        }
+        for (int32_t i = 0; i < na; i++)
+            if (nt < B || s->vals[i] > tv[B - 1]) top_push(tid, tv, &nt, B, s->allowed[i], s->vals[i]);
+        double sum = s->m->kn->exp_sum(s->vals, mx, NULL, na);
         /* Renormalize at the first step only: there the prompt ends where the tokenizer would not have
          * split, so the model's mass over the consistent tokens is the probability of the typed prefix.
          * Later steps keep the model's own probabilities: a path on which the rest of the typed text is
@@ -1089,6 +1298,8 @@ static laya_status expand(laya_session *s, const hyp *h, int32_t *n_pool) {
         if (h->n_tok > 0) {
             if (h->row == -1 || h->hidden) {
                 /* focused output: renormalized over the allowed tokens */
+            } else if (sm) {
+                lz = sm->lz;
             } else {
                 float fmx = -INFINITY;
                 for (int32_t i = 0; i < nv; i++) fmx = LAYA_MAX(fmx, full[i]);
@@ -1103,15 +1314,24 @@ static laya_status expand(laya_session *s, const hyp *h, int32_t *n_pool) {
     int32_t wl = build_w(s, h, w);
     scan_res r = scan_w(s, w, wl, wl);
     uint8_t ender = s->stop == STOP_WORD ? TF_END_WORD : s->stop == STOP_IDENT ? TF_END_IDENT : TF_END_LINE;
+    int expand_more = h->n_tok < s->max_tokens;
+    if (sm) { /* from the summary: the best generating tokens, without the enders where the word may end */
+        int ek = ender == TF_END_WORD ? 0 : ender == TF_END_IDENT ? 1 : 2, lk = r.can_end ? 1 + ek : 0;
+        if (r.can_end && sm->lend[ek] > -INFINITY) add_fin(s, w, wl, h->logp + sm->lend[ek]);
+        if (r.can_end && r.cjk && !expand_more) add_fin(s, w, wl, h->logp);
+        for (int32_t j = 0; expand_more && j < sm->n_top[lk] && j < B; j++)
+            child(s, h, sm->top[lk][j], h->logp + sm->topv[lk][j] - sm->lz, n_pool);
+        return LAYA_OK;
+    }
     float mx = -INFINITY;
     for (int32_t i = 0; i < nv; i++) mx = LAYA_MAX(mx, full[i]);
     /* the exponentials over the vocabulary are the decision's own cost: the kernel table's (vectorized) */
     float *ev = s->vals, sum = s->m->kn->exp_sum(full, mx, ev, nv), sum_end = 0;
-    int expand_more = h->n_tok < s->max_tokens;
     for (int32_t i = 0; i < nv; i++) {
         uint8_t f = s->tflag[i];
         if (f & ender) sum_end += ev[i];
-        if (expand_more && !(f & TF_NOGEN) && !(r.can_end && (f & ender))) top_push(tid, tv, &nt, B, i, full[i]);
+        if (expand_more && !(f & TF_NOGEN) && !(r.can_end && (f & ender)) && (nt < B || full[i] > tv[B - 1]))
+            top_push(tid, tv, &nt, B, i, full[i]);
     }
     double lz = mx + log((double)sum);
     if (r.can_end && sum_end > 0) add_fin(s, w, wl, h->logp + log((double)sum_end / sum));
@@ -1128,62 +1348,25 @@ static int32_t lcp_slot(const laya_session *s, int32_t j, const hyp *c) {
 }
 
 /* Decode the new hypotheses in one batch: each goes to its parent's slot if free, else to the free slot
- * sharing most of its tokens (every slot starts with the prompt, copied from slot 0 when far behind). */
-static int32_t nc_find(const laya_session *s, const laya_token *t, int32_t n) {
-    for (int32_t i = 0; i < s->nc_cap; i++)
-        if (s->nc_n[i] == n && !memcmp(s->nc_tok + (size_t)i * (size_t)s->max_tokens, t, (size_t)n * sizeof *t)) return i;
-    return -1;
-}
-
-/* Keep the logits after hypothesis c; an entry in use by this step is never the one replaced. */
-static void nc_put(laya_session *s, const hyp *c, const float *lg) {
-    if (c->n_tok <= 0 || c->n_tok > s->max_tokens || nc_find(s, c->tok, c->n_tok) >= 0) return;
-    int32_t v = -1;
-    for (int32_t i = 0; i < s->nc_cap; i++) {
-        if (s->nc_n[i] < 0) {
-            v = i;
-            break;
-        }
-        if (s->nc_stamp[i] != s->nc_clock && (v < 0 || s->nc_stamp[i] < s->nc_stamp[v])) v = i;
-    }
-    if (v < 0) return;
-    size_t nv = (size_t)s->n_vocab;
-    memcpy(s->nc_logits + (size_t)v * nv, lg, nv * sizeof(float));
-    memcpy(s->nc_tok + (size_t)v * (size_t)s->max_tokens, c->tok, (size_t)c->n_tok * sizeof(laya_token));
-    s->nc_n[v] = c->n_tok;
-    s->nc_stamp[v] = s->nc_clock;
-}
-
+ * sharing most of its tokens (every slot starts with the prompt, copied from the prompt's slot when far
+ * behind). */
 static laya_status decode_hyps(laya_session *s, hyp *hs, int32_t n) {
     int taken[MAX_SLOTS] = {0}, placed[MAX_SLOTS] = {0};
     int32_t rows = 0, nP = s->n_ptok;
     laya_status st;
-    size_t nv = (size_t)s->n_vocab;
     s->nc_clock++;
     /* Hypotheses decoded before (since the prompt last changed): their logits are in the node cache. */
     for (int32_t i = 0; i < n; i++) {
         hyp *c = &hs[i];
-        int32_t e = c->n_tok > 0 ? nc_find(s, c->tok, c->n_tok) : -1;
+        int32_t e = c->n_tok > 0 ? nc_find(s, c->key, nP + c->n_tok) : -1;
         if (e < 0) continue;
         placed[i] = 1;
         c->row = NC_ROW0 - e;
         c->hidden = 0;
-        s->nc_stamp[e] = s->nc_clock;
+        nc_touch(s, e);
     }
-    /* First, hypotheses a slot already holds with its logits (typing on inside a word finds last
-     * keystroke's beams): they cost nothing. */
-    for (int32_t i = 0; i < n; i++) {
-        hyp *c = &hs[i];
-        int32_t xn = nP + c->n_tok;
-        for (int32_t k = 0; k < s->n_slots && !placed[i]; k++) {
-            if (taken[k] || s->slot_lg_n[k] != xn || s->slot_n[k] != xn || lcp_slot(s, k, c) != xn) continue;
-            taken[k] = placed[i] = 1;
-            c->slot = k;
-            c->row = -2 - k;
-            c->hidden = 0;
-            break;
-        }
-    }
+    for (int32_t i = 0; i < n && s->kv_lag; i++)
+        if (!placed[i] && (st = prompt_kv(s))) return st;
     for (int32_t i = 0; i < n; i++) {
         if (placed[i]) continue;
         hyp *c = &hs[i];
@@ -1199,11 +1382,10 @@ static laya_status decode_hyps(laya_session *s, hyp *hs, int32_t n) {
         }
         taken[j] = 1;
         c->slot = j;
-        s->slot_lg_n[j] = -1;
         int32_t xn = nP + c->n_tok, l = lcp_slot(s, j, c);
         if (l >= xn) l = xn - 1;
-        if (j != 0 && xn - l > FORK_MIN) {
-            if ((st = laya_seq_fork(s->ctx, 0, j, nP)))
+        if (j != s->ps && xn - l > FORK_MIN) {
+            if ((st = laya_seq_fork(s->ctx, s->ps, j, nP)))
                 return laya_err(s->err, sizeof s->err, st, "fork: %s", laya_context_error(s->ctx));
             memcpy(s->slot_tok[j], s->ptok, (size_t)nP * sizeof(laya_token));
             s->slot_n[j] = nP;
@@ -1230,19 +1412,16 @@ static laya_status decode_hyps(laya_session *s, hyp *hs, int32_t n) {
     if (rows == 0) return LAYA_OK;
     laya_batch b = {rows, s->b_tok, s->b_seq, s->b_want};
     if ((st = laya_decode(s->ctx, b))) {
-        for (int32_t k = 0; k < s->n_slots; k++) { /* the batch did not run: forget what the slots were to hold */
+        for (int32_t k = 0; k < s->n_slots + TYPO_SLOTS; k++) /* the batch did not run: forget what the slots were to hold */
             s->slot_n[k] = LAYA_MIN(s->slot_n[k], laya_seq_len(s->ctx, k));
-            s->slot_lg_n[k] = -1;
-        }
         return laya_err(s->err, sizeof s->err, st, "decode: %s", laya_context_error(s->ctx));
     }
-    for (int32_t i = 0; i < n; i++) { /* keep full logits per slot for the next keystroke */
+    for (int32_t i = 0; i < n; i++) { /* into the node cache, for this decision and the next keystrokes */
         hyp *c = &hs[i];
         if (c->row < 0 || c->hidden) continue;
         const float *lg = laya_get_logits(s->ctx, c->row);
-        memcpy(s->slot_logits + (size_t)c->slot * nv, lg, nv * sizeof(float));
-        s->slot_lg_n[c->slot] = s->slot_n[c->slot];
-        nc_put(s, c, lg);
+        int32_t e = nc_put(s, c->key, nP + c->n_tok, lg);
+        if (e >= 0) c->row = NC_ROW0 - e; /* expanded from its summary */
     }
     s->st.n_decoded += rows;
     s->st.n_steps++;
@@ -1279,6 +1458,7 @@ static void step_learn(laya_session *s, double ms, int32_t rows) {
 
 static int stop_now(laya_session *s, double step_ms) {
     if (s->async_on && atomic_load(&s->sub_gen) != s->cancel_gen) return 1;
+    if (s->in_prefetch) return now_ms() + step_ms > s->pf_end; /* a guess: the budget, not the deadline */
     if (s->p.deadline_ms > 0 && now_ms() - s->t_start_ms + step_ms > s->p.deadline_ms) return 1;
     return 0;
 }
@@ -1318,6 +1498,22 @@ static int known_word(const laya_session *s, const char *w, size_t n, uint32_t *
  * scored by the model in the context before the word (tokens, then the end of the word), plus a prior
  * from the typo cost; if a neighbour's posterior beats the typed word's and exceeds 1/2 (0.8 when the typed
  * word is a known word itself), it becomes a `correct` candidate whose prob and confidence are that posterior. Runs in the spare slots. */
+static void corr_offer(laya_session *s, const char *w, size_t len, double post) {
+    int32_t tail = s->norm_len - s->last_we;
+    if (len + (size_t)tail >= LAYA_CANDIDATE_MAX_BYTES) return;
+    laya_candidate *c = &s->corr.c[0];
+    memcpy(s->corr.text[0], w, len);
+    memcpy(s->corr.text[0] + len, s->norm + s->last_we, (size_t)tail);
+    s->corr.text[0][len + (size_t)tail] = 0;
+    c->text = s->corr.text[0];
+    c->text_len = (int32_t)len + tail;
+    c->replace = s->corr_replace;
+    c->replace_bytes = s->corr_replace_bytes;
+    c->kind = LAYA_KIND_CORRECT;
+    c->prob = c->confidence = (float)post;
+    s->corr.n = 1;
+}
+
 static laya_status corrections(laya_session *s) {
     s->corr.n = 0;
     if (s->last_ws < 0) return LAYA_OK;
@@ -1328,6 +1524,19 @@ static laya_status corrections(laya_session *s) {
     /* A word seen this often in the list's text is almost never a slip for another (four of five typed
      * words): the model is not asked, which saves the decision about 20 rows at each word start. */
     if (known && count >= TYPO_COMMON) return LAYA_OK;
+    /* The same word in the same context was decided before (a prefetch guessed this text): reuse it. */
+    uint64_t key = KEY0;
+    for (int32_t i = 0; i < s->n_ctok; i++) key = key_mix(key, s->ctok[i]);
+    for (size_t i = 0; i < tl; i++) key = key_mix(key, (laya_token)(0x40000000 | (unsigned char)typed[i]));
+    key = key_mix(key, s->last_anchor < s->last_ws ? 1 : 2);
+    key |= 1; /* never 0, the empty entry */
+    for (int32_t i = 0; i < CC_MAX; i++) {
+        const corr_memo *m = &s->cc[i];
+        if (m->key != key) continue;
+        if (m->len > 0) corr_offer(s, m->word, (size_t)m->len, m->post);
+        return LAYA_OK;
+    }
+    corr_memo *memo = &s->cc[s->cc_next];
     enum { MAXW = MAX_SLOTS - 1 };
     int32_t maxw = LAYA_MIN(MAXW, s->n_slots + TYPO_SLOTS - 1);
     ty_cand tc[MAXW];
@@ -1372,13 +1581,13 @@ static laya_status corrections(laya_session *s) {
     }
     if (nw < 2) return LAYA_OK;
     int32_t rows = 0, nC = s->n_ctok;
-    laya_status st;
+    laya_status st = prompt_kv(s);
+    if (st) return st;
     for (int32_t i = 0; i < nw; i++) {
-        int32_t j = 1 + i; /* never slot 0: it holds the prompt */
-        s->slot_lg_n[j] = -1;
+        int32_t j = i < s->ps ? i : i + 1; /* never the prompt's slot */
         int32_t l = LAYA_MIN(lcp_tokens(s->slot_tok[j], s->slot_n[j], s->ctok, nC), nC - 1);
         if (nC - 1 - l > FORK_MIN) {
-            if ((st = laya_seq_fork(s->ctx, 0, j, nC - 1)))
+            if ((st = laya_seq_fork(s->ctx, s->ps, j, nC - 1)))
                 return laya_err(s->err, sizeof s->err, st, "fork: %s", laya_context_error(s->ctx));
             memcpy(s->slot_tok[j], s->ctok, (size_t)(nC - 1) * sizeof(laya_token));
             l = nC - 1;
@@ -1432,32 +1641,32 @@ static laya_status corrections(laya_session *s) {
     int32_t tail = s->norm_len - s->last_we;
     /* a typed word that is itself a known word needs stronger evidence (real-word errors are rarer) */
     double need = known ? 0.8 : 0.5;
+    memo->key = key;
+    memo->len = 0;
+    s->cc_next = (s->cc_next + 1) % CC_MAX;
     if (best == 0 || post <= need || wl[best] + (size_t)tail >= LAYA_CANDIDATE_MAX_BYTES) return LAYA_OK;
-    laya_candidate *c = &s->corr.c[0];
-    memcpy(s->corr.text[0], wp[best], wl[best]);
-    memcpy(s->corr.text[0] + wl[best], s->norm + s->last_we, (size_t)tail);
-    s->corr.text[0][wl[best] + (size_t)tail] = 0;
-    c->text = s->corr.text[0];
-    c->text_len = (int32_t)wl[best] + tail;
-    c->replace = s->corr_replace;
-    c->replace_bytes = s->corr_replace_bytes;
-    c->kind = LAYA_KIND_CORRECT;
-    c->prob = c->confidence = (float)post;
-    s->corr.n = 1;
+    memo->len = (int32_t)wl[best];
+    memo->post = (float)post;
+    memcpy(memo->word, wp[best], wl[best]);
+    corr_offer(s, wp[best], wl[best], post);
     return LAYA_OK;
 }
 
 static laya_status decide(laya_session *s) {
     s->n_fins = 0;
     s->out.n = 0;
+    s->typed_lp = -INFINITY;
     s->st.n_decoded = s->st.n_steps = s->st.deadline_hit = 0;
     if (s->no_cands || s->pre_n != s->n_ptok || s->n_ptok == 0) return LAYA_OK;
     hyp *root = &s->live[0];
     root->n_tok = 0;
     root->gen_len = 0;
     root->logp = 0;
-    root->slot = 0;
+    root->slot = s->ps;
+    root->key = s->p_key;
     root->row = -1;
+    int32_t pe = nc_find(s, s->p_key, s->n_ptok);
+    if (pe >= 0) root->row = NC_ROW0 - pe; /* the same logits as pre_logits, with a summary */
     root->hidden = 0;
     s->n_live = 1;
     for (;;) {
@@ -1567,6 +1776,9 @@ laya_status laya_session_suggest(laya_session *s, const laya_candidate **out, in
     laya_status st = decide(s);
     s->st.last_ms = now_ms() - s->t_start_ms;
     if (st) return st;
+    /* A decision cut by the deadline is not final: prefetch finishes it first (and plans from that). */
+    s->decided = !s->st.deadline_hit;
+    s->pf_n = -1;
     *out = s->out.c;
     *n = s->out.n;
     return LAYA_OK;
@@ -1617,6 +1829,142 @@ static void copy_cands(cand_buf *dst, const cand_buf *src) {
     }
 }
 
+/* ---- prefetch: the next keystroke's decision, in the idle time before it ----------------------------- */
+
+/* Where the caller's window of a text of n bytes starts, before window_start's move to a word start: the
+ * guessed texts that keep it are the ones whose prompt can be the one the caller's text will give. */
+static size_t window_step_cut(size_t n, size_t max_text) {
+    if (n <= max_text) return 0;
+    size_t step = max_text / 2;
+    return ((n - max_text + step - 1) / step) * step;
+}
+
+static void pf_add(laya_session *s, double w, int32_t keep, const char *a, int32_t al, const char *b, int32_t bl) {
+    if (!(w > 0) || al + bl <= 0 || al + bl > LAYA_CANDIDATE_MAX_BYTES + 4) return;
+    for (int32_t i = 0; i < s->pf_n; i++) {
+        pf_guess *g = &s->pf[i];
+        if (g->keep == keep && g->add_len == al + bl && !memcmp(g->add, a, (size_t)al) &&
+            !memcmp(g->add + al, b, (size_t)bl)) {
+            g->w = LAYA_MAX(g->w, w);
+            return;
+        }
+    }
+    pf_guess *g;
+    if (s->pf_n < PF_MAX) {
+        g = &s->pf[s->pf_n++];
+    } else {
+        g = &s->pf[0];
+        for (int32_t i = 1; i < s->pf_n; i++)
+            if (s->pf[i].w < g->w) g = &s->pf[i];
+        if (g->w >= w) return;
+    }
+    g->w = w;
+    g->keep = keep;
+    g->add_len = al + bl;
+    memcpy(g->add, a, (size_t)al);
+    memcpy(g->add + al, b, (size_t)bl);
+}
+
+static int cmp_pf(const void *a, const void *b) {
+    double x = ((const pf_guess *)a)->w, y = ((const pf_guess *)b)->w;
+    return (x < y) - (x > y);
+}
+
+/* The texts the caller is likeliest to send next, from the decision just made (its finished candidates,
+ * best first): each shown candidate taken (then a space, in text mode), the next character typed (the
+ * candidates' mass by the character that follows what was typed), and the word ended as typed. */
+static void pf_plan(laya_session *s) {
+    s->pf_n = 0;
+    s->pf_i = 0;
+    if (s->no_cands || s->n_ptok == 0) return;
+    int text = s->p.mode == LAYA_MODE_TEXT;
+    int32_t partial = s->kind == LAYA_KIND_COMPLETE ? s->norm_len - s->word_start : 0;
+    int32_t keep_take = (int32_t)s->map[s->kind == LAYA_KIND_COMPLETE ? s->word_start : s->norm_len];
+    int32_t keep_end = (int32_t)s->cur_raw_len;
+    enum { NCH = 12 };
+    char ch[NCH][4];
+    int32_t chl[NCH], nch = 0;
+    double chw[NCH];
+    for (int32_t i = 0; i < s->n_fins; i++) {
+        const fin *f = &s->fins[i];
+        double p = exp(f->logp);
+        if (i < s->p.n_candidates)
+            pf_add(s, p, keep_take, f->text, f->len, " ", text && f->text[f->len - 1] != ' ');
+        if (f->len <= partial) continue;
+        int32_t l = uni_utf8_len((unsigned char)f->text[partial]);
+        if (l < 1 || l > 4 || l > f->len - partial) continue;
+        int32_t j = 0;
+        while (j < nch && (chl[j] != l || memcmp(ch[j], f->text + partial, (size_t)l))) j++;
+        if (j == nch) {
+            if (nch == NCH) continue;
+            memcpy(ch[nch], f->text + partial, (size_t)l);
+            chl[nch] = l;
+            chw[nch++] = 0;
+        }
+        chw[j] += p;
+    }
+    for (int32_t j = 0; j < nch; j++) pf_add(s, chw[j], keep_end, ch[j], chl[j], "", 0);
+    if (s->kind == LAYA_KIND_COMPLETE && text && s->typed_lp > -INFINITY)
+        pf_add(s, exp(s->typed_lp), keep_end, " ", 1, "", 0);
+    qsort(s->pf, (size_t)s->pf_n, sizeof *s->pf, cmp_pf);
+}
+
+/* Decide the planned guesses, likeliest first, until end (a clock time) or a newer submit; then come back
+ * to the caller's text and candidates. A guess cut short is done again by the next call (what it decoded
+ * is in the node cache). */
+static laya_status prefetch(laya_session *s, double end, int32_t *n_done) {
+    laya_session_stats st0 = s->st;
+    int decided0 = s->decided;
+    copy_cands(&s->pf_out, &s->out);
+    laya_status st = LAYA_OK;
+    s->in_prefetch = 1;
+    s->pf_end = end;
+    if (!s->decided) { /* the caller's own text first (or again, without the deadline that cut it short) */
+        st = decide(s);
+        if (!st && !s->st.deadline_hit) s->pf_n = -1;
+        else s->pf_n = 0;
+    }
+    if (!st && s->pf_n < 0) pf_plan(s);
+    size_t mt = (size_t)s->p.max_text, c0 = window_step_cut(s->cur_full, mt);
+    int32_t done = 0;
+    while (!st && s->pf_i < s->pf_n && !stop_now(s, 0)) {
+        const pf_guess *g = &s->pf[s->pf_i];
+        size_t n = (size_t)g->keep + (size_t)g->add_len;
+        if (window_step_cut(s->cur_cut + n, mt) != c0) { /* the caller's window would move: another prompt */
+            s->pf_i++;
+            continue;
+        }
+        s->nc_cur = (s->nc_cur >> 32) << 32 | (uint64_t)(LAYA_MIN(g->w, 0.999999) * 4294967296.0);
+        memcpy(s->pf_text, s->cur_raw, (size_t)g->keep);
+        memcpy(s->pf_text + g->keep, g->add, (size_t)g->add_len);
+        s->st.deadline_hit = 0;
+        st = set_text(s, s->pf_text, n, s->cur_after, s->cur_after_len);
+        if (!st && !s->st.deadline_hit) st = decide(s);
+        if (st || s->st.deadline_hit) break;
+        s->pf_i++;
+        done++;
+    }
+    s->in_prefetch = 0;
+    s->nc_cur = (s->nc_cur >> 32) << 32 | PRI_OWN;
+    laya_status st2 = set_text(s, s->cur_raw, s->cur_raw_len, s->cur_after, s->cur_after_len);
+    copy_cands(&s->out, &s->pf_out);
+    s->st = st0;
+    s->decided = decided0;
+    if (n_done) *n_done = done;
+    return st ? st : st2;
+}
+
+laya_status laya_session_prefetch(laya_session *s, double budget_ms, int32_t *n_done) {
+    if (n_done) *n_done = 0;
+    if (!s || !(budget_ms >= 0 && budget_ms <= 1e9)) return LAYA_ERR_INVALID_ARG;
+    if (s->async_on)
+        return laya_err(s->err, sizeof s->err, LAYA_ERR_INVALID_ARG,
+                        "an asynchronous session prefetches on its worker (params.prefetch_ms)");
+    if (!s->have_text || budget_ms == 0) return LAYA_OK;
+    s->cancel_gen = atomic_load(&s->sub_gen);
+    return prefetch(s, now_ms() + budget_ms, n_done);
+}
+
 static void *worker_main(void *arg) {
     laya_session *s = arg;
     pthread_mutex_lock(&s->mu);
@@ -1661,6 +2009,15 @@ static void *worker_main(void *arg) {
             if (st) s->out.n = 0;
             copy_cands(&s->res, &s->out);
             s->done_gen = gen;
+        }
+        if (!st && fresh && s->p.prefetch_ms > 0 && atomic_load(&s->sub_gen) == gen) {
+            /* Idle until the next keystroke: decide what it will likely be. A submit stops this at the
+             * next decode step (stop_now sees sub_gen move). */
+            pthread_mutex_unlock(&s->mu);
+            s->decided = !s->st.deadline_hit;
+            s->pf_n = -1;
+            prefetch(s, now_ms() + s->p.prefetch_ms, NULL);
+            pthread_mutex_lock(&s->mu);
         }
     }
     s->busy = 0;

@@ -451,6 +451,7 @@ static void test_no_alloc(const laya_model *m) {
     ta_install(0);
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
         decide(s, texts[i], texts[i], buf, sizeof buf, NULL);
+        laya_session_prefetch(s, 1e6, NULL);
         decide(code, texts[i], "}\n", buf, sizeof buf, NULL);
         if (as) {
             int ready = 0;
@@ -619,6 +620,68 @@ static void test_async(const laya_model *m) {
     laya_session_free(ref);
 }
 
+/* Prefetch decides the likeliest next texts in idle time: with it every keystroke's candidates are the same
+ * as without it, and the keystrokes it guessed decode nothing at all. The plan is bounded, so a large
+ * budget finishes it: nothing here depends on timing. */
+static void test_prefetch(const laya_model *m) {
+    laya_session *a = make(m, LAYA_MODE_TEXT, 5), *b = make(m, LAYA_MODE_TEXT, 5);
+    if (!a || !b) return;
+    static const char text[] = "The GNU General Public License is a free, copyleft license for software.";
+    char x[2048], y[2048];
+    int free_steps = 0, n_keys = 0, guessed = 0;
+    for (size_t i = 1; i <= sizeof text - 1; i++) {
+        char t[sizeof text];
+        memcpy(t, text, i);
+        t[i] = 0;
+        decide(a, t, NULL, x, sizeof x, NULL);
+        decide(b, t, NULL, y, sizeof y, NULL);
+        laya_session_stats st;
+        laya_session_get_stats(b, &st);
+        free_steps += st.n_decoded == 0 && st.n_computed == 0;
+        n_keys++;
+        CHECK(!strcmp(x, y), "prefetch changed the candidates for '%s':\n  without: %s\n  with:    %s", t, x, y);
+        int32_t done = -1;
+        CHECK(laya_session_prefetch(b, 1e6, &done) == LAYA_OK && done >= 1, "prefetch '%s': %s (%d done)", t,
+              laya_session_error(b), done);
+        guessed += done;
+        /* the session's text and candidates are the caller's again: suggest gives the same, for free */
+        const laya_candidate *c;
+        int32_t n;
+        CHECK(laya_session_suggest(b, &c, &n) == LAYA_OK, "suggest after prefetch");
+        laya_session_get_stats(b, &st);
+        CHECK(st.n_decoded == 0, "suggest after prefetch of %s decoded %d rows", t, st.n_decoded);
+        size_t o = 0;
+        y[0] = 0;
+        for (int32_t j = 0; j < n && o < sizeof y; j++)
+            o += (size_t)snprintf(y + o, sizeof y - o, "%d:%s:%d:%.3f;", c[j].kind, c[j].text, c[j].replace, c[j].prob);
+        CHECK(!strcmp(x, y), "after prefetch '%s':\n  before: %s\n  after:  %s", t, x, y);
+    }
+    /* most keystrokes are lookups (the tiny model was trained on this licence text) */
+    CHECK(free_steps * 2 > n_keys, "only %d of %d keystrokes were lookups (%d guesses)", free_steps, n_keys, guessed);
+    /* accept after prefetch takes the candidate the caller saw */
+    const laya_candidate *c;
+    int32_t n = decide(b, "The GNU General Public Lic", NULL, x, sizeof x, &c);
+    CHECK(n > 0, "no candidates");
+    CHECK(laya_session_prefetch(b, 1e6, NULL) == LAYA_OK, "prefetch");
+    CHECK(laya_session_accept(b, 0) == LAYA_OK, "accept after prefetch: %s", laya_session_error(b));
+    /* bad calls */
+    CHECK(laya_session_prefetch(b, -1, NULL) == LAYA_ERR_INVALID_ARG, "negative budget accepted");
+    CHECK(laya_session_prefetch(b, NAN, NULL) == LAYA_ERR_INVALID_ARG, "NaN budget accepted");
+    CHECK(laya_session_prefetch(NULL, 1, NULL) == LAYA_ERR_INVALID_ARG, "NULL session accepted");
+    laya_session *f = make(m, LAYA_MODE_TEXT, 5);
+    int32_t done = -1;
+    CHECK(f && laya_session_prefetch(f, 10, &done) == LAYA_OK, "prefetch on a new session");
+    laya_session_free(f);
+    laya_session_params ap = laya_session_default_params();
+    ap.async = 1;
+    laya_session *as = NULL;
+    CHECK(laya_session_create(m, ap, &as, NULL, 0) == LAYA_OK, "async create");
+    CHECK(laya_session_prefetch(as, 10, NULL) == LAYA_ERR_INVALID_ARG, "prefetch on an async session");
+    laya_session_free(as);
+    laya_session_free(a);
+    laya_session_free(b);
+}
+
 int main(void) {
     laya_model *llama = load("tiny-llama-f16.gguf"), *qwen3 = load("tiny-qwen3-f16.gguf");
     CHECK(llama && qwen3, "fixtures missing: run make fixtures");
@@ -635,6 +698,7 @@ int main(void) {
     test_sensitive(llama);
     test_accept_warm(llama);
     test_async(llama);
+    test_prefetch(llama);
     test_cli();
     laya_model_free(llama);
     laya_model_free(qwen3);

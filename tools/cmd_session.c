@@ -47,7 +47,8 @@ int cmd_type(int argc, char **argv);
 
 #define HELP_EVAL                                                                                            \
     "usage: laya eval [-m MODEL] --text FILE [-k 3] [--mode M] [--json] [--max-chars N]\n"                  \
-    "                 [--count presage|chars] [--fit-calibration OUT] [--dump-probs F] [--learn]\n"                                                             \
+    "                 [--count presage|chars] [--fit-calibration OUT] [--dump-probs F] [--learn]\n"       \
+    "                 [--idle MS]\n"                                                                        \
     "Simulates a user typing FILE one character at a time. Before each character of a word the session\n" \
     "is asked for k candidates; if the word is among them, taking it costs one keystroke and completes\n"  \
     "the word. KSR = 1 - keystrokes / characters. --count presage (default) counts as Presage's\n"        \
@@ -64,7 +65,10 @@ int cmd_type(int argc, char **argv);
     "are left out: they are about the word before). --dump-probs F writes \"prob confidence hit\" for\n"  \
     "each of those candidates (a reliability plot: train/eval/reliability.py).\n"                          \
     "--learn: the simulated user's words are learned as they are finished (a fresh user dictionary in a\n" \
-    "temporary file, as Presage's simulator learns online); without it nothing is learned.\n" HELP_COMMON
+    "temporary file, as Presage's simulator learns online); without it nothing is learned.\n"             \
+    "--idle MS: between keystrokes the simulated user leaves MS milliseconds, which the session spends on\n" \
+    "laya_session_prefetch (the likeliest next texts decided ahead); latency still counts set_text +\n"  \
+    "suggest only, the time the user waits (default 0: keystrokes back to back).\n" HELP_COMMON
 
 #define HELP_TYPE                                                                                            \
     "usage: laya type [-m MODEL] [--mode M] [-k 5]\n"                                                        \
@@ -73,7 +77,7 @@ int cmd_type(int argc, char **argv);
     "text stays context), Ctrl-U clears, Ctrl-C or Ctrl-D quits.\n" HELP_COMMON
 
 typedef struct sess_opts {
-    const char *model, *mode, *text_file, *after, *context, *calib, *fit_out, *user_dict, *text, *min_prob, *count, *dump_out, *deadline;
+    const char *model, *mode, *text_file, *after, *context, *calib, *fit_out, *user_dict, *text, *min_prob, *count, *dump_out, *deadline, *idle;
     long k, max_tokens, threads, max_chars, beam, max_kv, max_text;
     int json, learn, focused;
 } sess_opts;
@@ -102,6 +106,7 @@ static int parse_opts(const char *cmd, const char *help, int argc, char **argv, 
         else if ((v = arg_str(&p, NULL, "--user-dict"))) o->user_dict = v;
         else if ((v = arg_str(&p, NULL, "--min-prob"))) o->min_prob = v;
         else if ((v = arg_str(&p, NULL, "--deadline"))) o->deadline = v;
+        else if ((v = arg_str(&p, NULL, "--idle"))) o->idle = v;
         else if ((v = arg_str(&p, NULL, "--count"))) o->count = v;
         else if ((v = arg_str(&p, NULL, "--dump-probs"))) o->dump_out = v;
         else if (arg_int(&p, "-k", "--candidates", 1, 16, &o->k)) {}
@@ -373,6 +378,15 @@ int cmd_eval(int argc, char **argv) {
         while (n > 0 && ((unsigned char)t[n] & 0xC0) == 0x80) n--;
     }
     long k = o.k ? o.k : 3;
+    double idle = 0;
+    if (o.idle) {
+        char *end;
+        idle = strtod(o.idle, &end);
+        if (*end || !(idle >= 0 && idle <= 1e6)) {
+            free(t);
+            return cli_usage_error("eval", "--idle must be milliseconds >= 0");
+        }
+    }
     sess_opts o2 = o;
     o2.k = k < 3 ? 3 : k; /* top-3 next-word accuracy needs three */
     char ud_path[64] = "";
@@ -397,6 +411,8 @@ int cmd_eval(int argc, char **argv) {
     int progress = getenv("LAYA_EVAL_PROGRESS") != NULL;
     int (*is_wc)(const char *, size_t, size_t) = presage ? presage_wchar_at : wchar_at;
     long chars = 0, keys = 0, nw = 0, top1 = 0, top3 = 0, hist_steps[8] = {0}, sum_rows = 0, sum_prompt = 0;
+    long n_free = 0, n_guess = 0; /* decisions that decoded nothing; guesses prefetch finished */
+    double idle_used = 0;
     if (!presage)
         for (size_t i = 0; i < n; i++) chars += ((unsigned char)t[i] & 0xC0) != 0x80;
     size_t i = 0;
@@ -437,6 +453,7 @@ int cmd_eval(int argc, char **argv) {
                 hist_steps[ss.n_steps < 7 ? ss.n_steps : 7]++;
                 sum_rows += ss.n_decoded;
                 sum_prompt += ss.n_computed;
+                n_free += ss.n_decoded == 0 && ss.n_computed == 0;
             }
             if (progress && n_lat % 2000 == 0)
                 fprintf(stderr, "eval: %zu decisions, %zu of %zu bytes, keystrokes %ld of %ld so far\n", n_lat, i, n,
@@ -478,6 +495,16 @@ int cmd_eval(int argc, char **argv) {
                 fprintf(stderr, "%s  {rows %d steps %d prompt %d}\n", hit ? " HIT" : "", ts.n_decoded, ts.n_steps,
                         ts.n_computed);
             }
+            if (idle > 0) { /* the time before the next keystroke: not counted as latency */
+                int32_t ng = 0;
+                double p0 = now_ms();
+                if (laya_session_prefetch(e.s, idle, &ng)) {
+                    rc = cli_fail("eval: prefetch: %s", laya_session_error(e.s));
+                    goto done;
+                }
+                idle_used += now_ms() - p0;
+                n_guess += ng;
+            }
             keys++;
             if (hit) {
                 keys -= presage; /* taking it inserted the space counted above */
@@ -507,8 +534,12 @@ int cmd_eval(int argc, char **argv) {
                PCT(0.95), PCT(0.99), n_lat ? lat[n_lat - 1] : 0, n_lat);
         printf("decode steps per decision:");
         for (int q = 0; q < 8; q++) printf(" %d%s: %.1f%%", q, q == 7 ? "+" : "", n_lat ? 100.0 * hist_steps[q] / n_lat : 0);
-        printf("\ncandidate rows %.1f, prompt tokens %.1f per decision\n", n_lat ? (double)sum_rows / n_lat : 0,
-               n_lat ? (double)sum_prompt / n_lat : 0);
+        printf("\ncandidate rows %.1f, prompt tokens %.1f per decision; %.1f%% decoded nothing\n",
+               n_lat ? (double)sum_rows / n_lat : 0, n_lat ? (double)sum_prompt / n_lat : 0,
+               n_lat ? 100.0 * n_free / n_lat : 0);
+        if (idle > 0)
+            printf("prefetch: %.1f guesses and %.1f ms of the %.0f ms idle per keystroke\n",
+                   n_lat ? (double)n_guess / n_lat : 0, n_lat ? idle_used / n_lat : 0, idle);
     }
 #undef PCT
     if (o.dump_out) {
