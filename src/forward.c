@@ -373,17 +373,15 @@ static void att_worker(void *arg, int chunk, int n_chunks, int tid) {
         const float *q = c->q + (size_t)i * h->n_head * hd + (size_t)h0 * hd;
         const float *kb = c->kcache + cache_off(c, j->layer, s, 0) + (size_t)g * hd;
         const float *vb = c->vcache + cache_off(c, j->layer, s, 0) + (size_t)g * hd;
-        kn->matmul(QT_F32, kb, (size_t)c->kv_dim * sizeof(float), q, (size_t)hd * sizeof(float), nh, hd, 0, npos, sc,
-                   mkv);
         float *o = c->att + (size_t)i * h->n_head * hd + (size_t)h0 * hd;
+        float mx[16];
         for (int b = 0; b < nh; b++) {
-            float *sb = sc + (size_t)b * mkv, mx = -INFINITY, sum = 0.0f;
-            for (int p = 0; p < npos; p++) {
-                sb[p] *= scale;
-                if (sb[p] > mx) mx = sb[p];
-            }
-            sum = kn->exp_sum(sb, mx, sb, npos);
-            float inv = 1.0f / sum;
+            float *sb = sc + (size_t)b * mkv;
+            /* scores (scaled) and their maximum, 16 heads per call */
+            if (b % 16 == 0)
+                kn->attn_qk(q + (size_t)b * hd, (size_t)hd, LAYA_MIN(16, nh - b), kb, (size_t)c->kv_dim, npos, hd, scale,
+                            sb, mkv, mx);
+            float inv = 1.0f / kn->exp_sum(sb, mx[b % 16], sb, npos);
             for (int p = 0; p < npos; p++) sb[p] *= inv;
         }
         kn->attn_v(sc, mkv, nh, vb, (size_t)c->kv_dim, npos, hd, o, (size_t)hd);

@@ -471,6 +471,54 @@ static void test_attn_v(void) {
     free(w), free(v), free(o0), free(o1);
 }
 
+/* attn_qk: every table's scaled scores equal the reference's (relative to the sum of |terms|) and so does
+ * each head's maximum, for head sizes and position counts around the 16-wide tiles; nothing past nh heads
+ * or npos positions is written. */
+static void test_attn_qk(void) {
+    static const int nhs[] = {1, 2, 3, 5, 16};
+    static const int64_t ds[] = {1, 8, 16, 31, 64, 65, 128};
+    static const int64_t nps[] = {0, 1, 2, 15, 16, 17, 33, 300};
+    const size_t qs = 160, ks = 200, ss = 320;
+    float *q = malloc(17 * qs * sizeof(float)), *k = malloc(300 * ks * sizeof(float));
+    float *s0 = malloc(17 * ss * sizeof(float)), *s1 = malloc(17 * ss * sizeof(float));
+    for (size_t i = 0; i < 17 * qs; i++) q[i] = frnd();
+    for (size_t i = 0; i < 300 * ks; i++) k[i] = frnd() * 2;
+    for (int t = 1; t < g_ntables; t++)
+        for (size_t a = 0; a < sizeof nhs / sizeof *nhs; a++)
+            for (size_t b = 0; b < sizeof ds / sizeof *ds; b++)
+                for (size_t c = 0; c < sizeof nps / sizeof *nps; c++) {
+                    int nh = nhs[a];
+                    int64_t d = ds[b], np = nps[c];
+                    float m0[17], m1[17];
+                    for (int h = 0; h < 17; h++) m0[h] = m1[h] = 7.0f;
+                    for (size_t i = 0; i < 17 * ss; i++) s0[i] = s1[i] = 7.0f;
+                    kn_ref_ops.attn_qk(q, qs, nh, k, ks, np, d, 0.125f, s0, ss, m0);
+                    g_tables[t]->attn_qk(q, qs, nh, k, ks, np, d, 0.125f, s1, ss, m1);
+                    int bad = 0;
+                    for (int h = 0; h < 17; h++) {
+                        double mmag = 0;
+                        for (int64_t p = 0; p < (int64_t)ss; p++) {
+                            size_t i = (size_t)h * ss + (size_t)p;
+                            if (h >= nh || p >= np) {
+                                bad += s1[i] != 7.0f;
+                                continue;
+                            }
+                            double mag = 0;
+                            for (int64_t j = 0; j < d; j++) mag += fabs((double)q[(size_t)h * qs + (size_t)j] * k[(size_t)p * ks + (size_t)j]);
+                            mag *= 0.125;
+                            mmag = mag > mmag ? mag : mmag;
+                            bad += !(fabs((double)s0[i] - s1[i]) <= 1e-5 * mag + 1e-7);
+                        }
+                        if (h >= nh) bad += m1[h] != 7.0f;
+                        else if (np == 0) bad += !(m0[h] == -INFINITY && m1[h] == -INFINITY);
+                        else bad += !(fabs((double)m0[h] - m1[h]) <= 1e-5 * mmag + 1e-7);
+                    }
+                    CHECK(bad == 0, "%s attn_qk nh=%d d=%lld npos=%lld: %d wrong", g_tables[t]->name, nh, (long long)d,
+                          (long long)np, bad);
+                }
+    free(q), free(k), free(s0), free(s1);
+}
+
 /* Garbage in must not break the invariant the integer kernels rely on: no activation byte is -128. */
 static void test_nan_act(void) {
     float x[512];
@@ -515,6 +563,7 @@ int main(void) {
     test_f32_ops();
     test_exp_sum();
     test_attn_v();
+    test_attn_qk();
     test_nan_act();
     test_matmul();
     test_matmul_mlx();

@@ -48,6 +48,11 @@ typedef struct kn_ops {
      * overwritten). */
     void (*attn_v)(const float *w, size_t w_stride, int nh, const float *v, size_t v_stride, int64_t npos,
                    int64_t d, float *out, size_t out_stride);
+    /* Attention scores of nh query heads against keys they share: for h < nh and p < npos,
+     * s[h * s_stride + p] = scale * dot(q + h * q_stride, k + p * k_stride) over d elements, and
+     * mx[h] = the largest of them (-inf when npos is 0). */
+    void (*attn_qk)(const float *q, size_t q_stride, int nh, const float *k, size_t k_stride, int64_t npos,
+                    int64_t d, float scale, float *s, size_t s_stride, float *mx);
 } kn_ops;
 
 /* The best table this CPU supports (cached after the first call; thread-safe). The environment variable

@@ -3,6 +3,7 @@
  * -m flags; kernels.c only hands this table out after cpuid/xgetbv say the CPU and OS support them. Must
  * match kernels_ref.c (tests/test_kernels.c). */
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #include "common.h"
@@ -882,6 +883,10 @@ static void avx512_attn_v(const float *w, size_t w_stride, int nh, const float *
                 for (int c = 0; c < 4; c++) acc[h][c] = _mm512_setzero_ps();
             for (int64_t p = 0; p < npos; p++) {
                 const float *vr = v + (size_t)p * v_stride + (size_t)j0;
+                if (h0 == 0) { /* strided value rows, as the keys in attn_qk */
+                    _mm_prefetch((const char *)(vr + 8 * v_stride), _MM_HINT_T0);
+                    if (d - j0 > 32) _mm_prefetch((const char *)(vr + 8 * v_stride + 32), _MM_HINT_T0);
+                }
                 __m512 x0 = _mm512_maskz_loadu_ps(m[0], vr), x1 = _mm512_maskz_loadu_ps(m[1], vr + 16);
                 __m512 x2 = _mm512_maskz_loadu_ps(m[2], vr + 32), x3 = _mm512_maskz_loadu_ps(m[3], vr + 48);
                 for (int h = 0; h < hn; h++) {
@@ -900,8 +905,72 @@ static void avx512_attn_v(const float *w, size_t w_stride, int nh, const float *
     }
 }
 
+/* Sixteen vectors to one whose lane 4L+e is the sum of v[4e+L] (a 4x4 transpose of the slots): two rounds
+ * of 128-bit lane shuffles, then two of in-lane ones, 45 operations for 16 sums, where a reduce_add per
+ * vector costs about 8 each. */
+INLINE __m512 hsum16(const __m512 v[16]) {
+    __m512 w[8], x[4];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++)
+        w[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0x44),
+                             _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0xee));
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++)
+        x[j] = _mm512_add_ps(_mm512_shuffle_f32x4(w[2 * j], w[2 * j + 1], 0x88),
+                             _mm512_shuffle_f32x4(w[2 * j], w[2 * j + 1], 0xdd));
+    __m512 y0 = _mm512_add_ps(_mm512_unpacklo_ps(x[0], x[1]), _mm512_unpackhi_ps(x[0], x[1]));
+    __m512 y1 = _mm512_add_ps(_mm512_unpacklo_ps(x[2], x[3]), _mm512_unpackhi_ps(x[2], x[3]));
+    return _mm512_add_ps(_mm512_shuffle_ps(y0, y1, 0x44), _mm512_shuffle_ps(y0, y1, 0xee));
+}
+
+/* 16 positions at a time per head: each position's dot product is a vector of 16 partial sums (the key row
+ * comes from L1 again for the next head), and hsum16 turns the 16 vectors into the block's 16 scores. */
+INLINE void qk_blocks(const float *q, size_t q_stride, int nh, const float *k, size_t k_stride, int64_t npos,
+                      int64_t d, float scale, float *s, size_t s_stride, float *mx) {
+    const __m512 sv = _mm512_set1_ps(scale);
+    for (int h = 0; h < nh; h++) {
+        const float *qh = q + (size_t)h * q_stride;
+        float *sh = s + (size_t)h * s_stride;
+        __m512 m = _mm512_set1_ps(-INFINITY);
+        for (int64_t p0 = 0; p0 < npos; p0 += 16) {
+            const int np = npos - p0 < 16 ? (int)(npos - p0) : 16;
+            __m512 v[16];
+#pragma GCC unroll 16
+            for (int slot = 0; slot < 16; slot++) {
+                const int pp = 4 * (slot & 3) + (slot >> 2); /* the position this slot's sum lands at */
+                __m512 acc = _mm512_setzero_ps();
+                if (pp < np) {
+                    const float *kr = k + (size_t)(p0 + pp) * k_stride;
+                    /* the next block's key rows: strided rows from L3 or memory, which the hardware
+                     * prefetcher does not run ahead on */
+                    if (h == 0)
+                        for (int64_t j = 0; j < d; j += 16) _mm_prefetch((const char *)(kr + 16 * k_stride + j), _MM_HINT_T0);
+                    for (int64_t j = 0; j < d; j += 16) {
+                        __mmask16 mk = d - j >= 16 ? 0xffff : (__mmask16)((1u << (d - j)) - 1);
+                        acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mk, qh + j), _mm512_maskz_loadu_ps(mk, kr + j), acc);
+                    }
+                }
+                v[slot] = acc;
+            }
+            __m512 r = _mm512_mul_ps(hsum16(v), sv);
+            __mmask16 mp = (__mmask16)((1u << np) - 1);
+            _mm512_mask_storeu_ps(sh + p0, mp, r);
+            m = _mm512_mask_max_ps(m, mp, m, r);
+        }
+        mx[h] = _mm512_reduce_max_ps(m);
+    }
+}
+
+static void avx512_attn_qk(const float *q, size_t q_stride, int nh, const float *k, size_t k_stride, int64_t npos,
+                           int64_t d, float scale, float *s, size_t s_stride, float *mx) {
+    /* the common head sizes as constants: the inner loop unrolls */
+    if (d == 64) qk_blocks(q, q_stride, nh, k, k_stride, npos, 64, scale, s, s_stride, mx);
+    else if (d == 128) qk_blocks(q, q_stride, nh, k, k_stride, npos, 128, scale, s, s_stride, mx);
+    else qk_blocks(q, q_stride, nh, k, k_stride, npos, d, scale, s, s_stride, mx);
+}
+
 const kn_ops kn_avx512_ops = {"avx512", avx512_quantize_act, avx512_matmul, avx512_dot_f32, avx512_axpy_f32,
-                               avx512_matmul_mlx, avx512_exp_sum, avx512_attn_v};
+                               avx512_matmul_mlx, avx512_exp_sum, avx512_attn_v, avx512_attn_qk};
 
 #ifdef KN_POP_TARGET
 #pragma clang attribute pop

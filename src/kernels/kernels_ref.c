@@ -223,5 +223,22 @@ static void ref_attn_v(const float *w, size_t w_stride, int nh, const float *v, 
     }
 }
 
+static void ref_attn_qk(const float *q, size_t q_stride, int nh, const float *k, size_t k_stride, int64_t npos,
+                        int64_t d, float scale, float *s, size_t s_stride, float *mx) {
+    for (int h = 0; h < nh; h++) {
+        const float *qh = q + (size_t)h * q_stride;
+        float m = -INFINITY;
+        for (int64_t p = 0; p < npos; p++) {
+            const float *kr = k + (size_t)p * k_stride;
+            float acc = 0;
+            for (int64_t j = 0; j < d; j++) acc += qh[j] * kr[j];
+            float v = scale * acc;
+            s[(size_t)h * s_stride + (size_t)p] = v;
+            if (v > m) m = v;
+        }
+        mx[h] = m;
+    }
+}
+
 const kn_ops kn_ref_ops = {"scalar", ref_quantize_act, ref_matmul, ref_dot_f32, ref_axpy_f32, ref_matmul_mlx,
-                           ref_exp_sum, ref_attn_v};
+                           ref_exp_sum, ref_attn_v, ref_attn_qk};
