@@ -163,6 +163,10 @@ LAYA_API int32_t laya_seq_len(const laya_context *c, int32_t seq);
 LAYA_API laya_status laya_seq_truncate(laya_context *c, int32_t seq, int32_t n_pos);
 /* Make dst hold the first n_pos positions of src (dst's old contents are dropped). */
 LAYA_API laya_status laya_seq_fork(laya_context *c, int32_t src, int32_t dst, int32_t n_pos);
+/* The same when dst already holds src's first `from` positions (the caller knows: both were computed from
+ * the same tokens): only positions from..n_pos-1 are copied, a few KB per position instead of all of
+ * them. from <= n_pos <= length of src, from <= length of dst. */
+LAYA_API laya_status laya_seq_fork_from(laya_context *c, int32_t src, int32_t dst, int32_t from, int32_t n_pos);
 
 /* ---------------------------------------------------------------------------------------------------
  * Files. */

@@ -175,19 +175,33 @@ static size_t cache_off(const laya_context *c, int layer, int seq, int pos) {
     return (((size_t)layer * c->p.n_seq + seq) * c->p.max_kv_size + pos) * c->kv_dim;
 }
 
+static void fork_range(laya_context *c, int32_t src, int32_t dst, int32_t from, int32_t n_pos) {
+    if (src != dst && n_pos > from) {
+        for (int l = 0; l < c->m->hp.n_layer; l++) {
+            size_t n = (size_t)(n_pos - from) * c->kv_dim * sizeof(float);
+            memcpy(c->kcache + cache_off(c, l, dst, from), c->kcache + cache_off(c, l, src, from), n);
+            memcpy(c->vcache + cache_off(c, l, dst, from), c->vcache + cache_off(c, l, src, from), n);
+        }
+    }
+    c->seq_len[dst] = n_pos;
+}
+
 laya_status laya_seq_fork(laya_context *c, int32_t src, int32_t dst, int32_t n_pos) {
     if (!c) return LAYA_ERR_INVALID_ARG;
     if (src < 0 || src >= c->p.n_seq || dst < 0 || dst >= c->p.n_seq || n_pos < 0 || n_pos > c->seq_len[src])
         return laya_err(c->err, sizeof c->err, LAYA_ERR_INVALID_ARG, "fork %d -> %d at %d: out of range", src, dst,
                         n_pos);
-    if (src != dst && n_pos > 0) {
-        for (int l = 0; l < c->m->hp.n_layer; l++) {
-            size_t n = (size_t)n_pos * c->kv_dim * sizeof(float);
-            memcpy(c->kcache + cache_off(c, l, dst, 0), c->kcache + cache_off(c, l, src, 0), n);
-            memcpy(c->vcache + cache_off(c, l, dst, 0), c->vcache + cache_off(c, l, src, 0), n);
-        }
-    }
-    c->seq_len[dst] = n_pos;
+    fork_range(c, src, dst, 0, n_pos);
+    return LAYA_OK;
+}
+
+laya_status laya_seq_fork_from(laya_context *c, int32_t src, int32_t dst, int32_t from, int32_t n_pos) {
+    if (!c) return LAYA_ERR_INVALID_ARG;
+    if (src < 0 || src >= c->p.n_seq || dst < 0 || dst >= c->p.n_seq || n_pos < 0 || n_pos > c->seq_len[src] ||
+        from < 0 || from > n_pos || from > c->seq_len[dst])
+        return laya_err(c->err, sizeof c->err, LAYA_ERR_INVALID_ARG, "fork %d -> %d at %d..%d: out of range", src,
+                        dst, from, n_pos);
+    fork_range(c, src, dst, from, n_pos);
     return LAYA_OK;
 }
 

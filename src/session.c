@@ -28,7 +28,7 @@
 #define CC_MAX 64     /* typo decisions remembered (by context and word): more than one plan makes */
 #define PF_MAX 16     /* guesses of the next text one prefetch considers */
 #define NC_ROW0 (-1000)   /* hyp.row <= NC_ROW0: node-cache entry NC_ROW0 - row */
-#define FORK_MIN 16   /* a slot this many tokens behind the prompt is refilled by copying slot 0 */
+#define FORK_MIN 16   /* batch room per slot for catching up (max_batch) */
 #define FIN_MAX 64    /* finished candidates kept per decision */
 #define CHUNK 64      /* prompt tokens per laya_decode */
 #define CAL_MAX 64
@@ -61,6 +61,9 @@ typedef struct fin {
     double logp;
     int32_t len;
     char text[LAYA_CANDIDATE_MAX_BYTES];
+    char punct[8];     /* the likeliest punctuation after the word, for prefetch's guesses */
+    int32_t punct_len;
+    float punct_p;     /* its probability given that the word ends here */
 } fin;
 
 typedef struct cand_buf {
@@ -141,6 +144,7 @@ struct laya_session {
     int32_t slot_n[MAX_SLOTS];
     int32_t ps;                /* the slot that holds the prompt (whichever held most of it at set_text) */
     uint64_t p_key, pre_key;   /* key_mix of the prompt; of the prompt pre_logits belong to */
+    int prompt_dirty;          /* set_text changed the prompt: sync_prompt before the next decision */
     int kv_lag;                /* the prompt's logits came from the node cache but its slot holds only a
                                   prefix of it: the rest is decoded when a decode step needs it */
     float *pre_logits;         /* (n_vocab) logits after the prompt's last token */
@@ -172,6 +176,7 @@ struct laya_session {
     int in_prefetch;           /* decisions are guesses: no user deadline, stop at pf_end */
     double pf_end;
     double typed_lp;           /* log prob that the partial word ends as typed (the decision skips it) */
+    fin typed_fin;             /* its punctuation (add_fin) */
 
     /* decision scratch */
     hyp *live, *next, *pool;   /* (n_slots), (n_slots), (n_slots * n_slots) */
@@ -191,7 +196,6 @@ struct laya_session {
     double step_hist[8];
     int32_t n_step_hist;
     double log_min_prob;       /* log(params.min_prob), -inf for 0 */
-    int in_worker;             /* set_text runs for a submit: its prefill honours cancel and deadline */
     int32_t max_tokens;
 
     float cal_x[CAL_MAX], cal_y[CAL_MAX];
@@ -946,7 +950,7 @@ static int stop_now(laya_session *s, double step_ms);
 static void step_learn(laya_session *s, double ms, int32_t rows);
 
 /* Decode the prompt's tokens from position l into its slot; with logits, the last row's go to pre_logits. */
-static laya_status prefill(laya_session *s, int32_t l, int logits, int *done) {
+static laya_status prefill(laya_session *s, int32_t l, int logits, int can_stop, int *done) {
     int32_t nP = s->n_ptok, j = s->ps;
     *done = 0;
     laya_status st = laya_seq_truncate(s->ctx, j, l);
@@ -955,11 +959,13 @@ static laya_status prefill(laya_session *s, int32_t l, int logits, int *done) {
     while (l < nP) {
         /* A submitted decision (or a prefetch) stops its prefill when cancelled or out of time; what is done
          * stays cached and the next keystroke goes on from there. */
-        if ((s->in_worker || s->in_prefetch) && l > s->st.n_reused && stop_now(s, 0)) {
+        if (can_stop && l > s->st.n_reused && stop_now(s, 0)) {
             s->st.deadline_hit = 1;
             return LAYA_OK;
         }
-        int32_t n = LAYA_MIN(CHUNK, nP - l);
+        /* with a deadline or a cancel to honour, smaller chunks: the stop is checked between them */
+        int32_t chunk = can_stop && (s->p.deadline_ms > 0 || s->async_on || s->in_prefetch) ? CHUNK / 4 : CHUNK;
+        int32_t n = LAYA_MIN(chunk, nP - l);
         for (int32_t i = 0; i < n; i++) {
             s->b_tok[i] = s->ptok[l + i];
             s->b_seq[i] = j;
@@ -1002,6 +1008,7 @@ static laya_status sync_prompt(laya_session *s) {
     s->st.n_reused = l;
     s->ps = best;
     if (l == nP) s->kv_lag = 0;
+    s->prompt_dirty = 0; /* (set again below if the prefill is cut short) */
     if (l == nP && s->pre_n == nP && s->pre_key == s->p_key) return LAYA_OK;
     int32_t e = nc_find(s, s->p_key, nP);
     if (e >= 0) {
@@ -1018,8 +1025,11 @@ static laya_status sync_prompt(laya_session *s) {
     if (l >= nP) l = nP - 1;
     s->pre_n = -1;
     int done = 0;
-    laya_status st = prefill(s, l, 1, &done);
-    if (st || !done) return st;
+    laya_status st = prefill(s, l, 1, 1, &done);
+    if (st || !done) {
+        s->prompt_dirty = 1;
+        return st;
+    }
     s->pre_n = nP;
     s->pre_key = s->p_key;
     s->nc_clock++;
@@ -1031,12 +1041,8 @@ static laya_status sync_prompt(laya_session *s) {
 static laya_status prompt_kv(laya_session *s) {
     if (!s->kv_lag) return LAYA_OK;
     int32_t l = lcp_tokens(s->slot_tok[s->ps], s->slot_n[s->ps], s->ptok, s->n_ptok);
-    int in_w = s->in_worker, in_p = s->in_prefetch;
-    s->in_worker = s->in_prefetch = 0; /* a few tokens: not worth stopping for */
     int done;
-    laya_status st = prefill(s, LAYA_MIN(l, s->n_ptok - 1), 0, &done);
-    s->in_worker = in_w, s->in_prefetch = in_p;
-    return st;
+    return prefill(s, LAYA_MIN(l, s->n_ptok - 1), 0, 0, &done); /* a few tokens: not worth stopping for */
 }
 
 static laya_status set_text(laya_session *s, const char *before, size_t before_len, const char *after,
@@ -1122,7 +1128,8 @@ static laya_status set_text(laya_session *s, const char *before, size_t before_l
     uint64_t h = KEY0;
     for (int32_t i = 0; i < k; i++) h = key_mix(h, s->ptok[i]);
     s->p_key = h;
-    return sync_prompt(s);
+    s->prompt_dirty = 1; /* the prompt's new tokens are decoded by the decision, inside its deadline */
+    return LAYA_OK;
 }
 
 laya_status laya_session_set_text(laya_session *s, const char *before, size_t before_len, const char *after,
@@ -1152,12 +1159,22 @@ laya_status laya_session_set_text(laya_session *s, const char *before, size_t be
 
 /* ---- the decision ----------------------------------------------------------------------------------- */
 
-static void add_fin(laya_session *s, const char *w, int32_t len, double logp) {
+static void fin_punct(fin *f, const char *pc, int32_t pl, float pp) {
+    if (pl <= 0 || pp <= f->punct_p) return;
+    memcpy(f->punct, pc, (size_t)pl);
+    f->punct_len = pl;
+    f->punct_p = pp;
+}
+
+/* A finished candidate (another path to the same text adds up); pc: the likeliest punctuation after it,
+ * at probability pp given that it ends (pl 0: none known). */
+static void add_fin_p(laya_session *s, const char *w, int32_t len, double logp, const char *pc, int32_t pl, float pp) {
     if (len <= 0 || len >= LAYA_CANDIDATE_MAX_BYTES || logp < s->log_min_prob) return;
     int32_t partial = s->norm_len - s->word_start;
     if (s->kind == LAYA_KIND_COMPLETE && len == partial) { /* the word as typed: nothing to offer */
         double a = LAYA_MAX(s->typed_lp, logp), b = LAYA_MIN(s->typed_lp, logp);
         s->typed_lp = b == -INFINITY ? a : a + log1p(exp(b - a)); /* prefetch guesses the word ends here */
+        fin_punct(&s->typed_fin, pc, pl, pp);
         return;
     }
     int blank = 1;
@@ -1168,6 +1185,7 @@ static void add_fin(laya_session *s, const char *w, int32_t len, double logp) {
         if (f->len == len && memcmp(f->text, w, (size_t)len) == 0) { /* another path to the same text */
             double a = LAYA_MAX(f->logp, logp), b = LAYA_MIN(f->logp, logp);
             f->logp = a + log1p(exp(b - a));
+            fin_punct(f, pc, pl, pp);
             return;
         }
     }
@@ -1184,7 +1202,12 @@ static void add_fin(laya_session *s, const char *w, int32_t len, double logp) {
     f->text[len] = 0;
     f->len = len;
     f->logp = logp;
+    f->punct_len = 0;
+    f->punct_p = 0;
+    fin_punct(f, pc, pl, pp);
 }
+
+static void add_fin(laya_session *s, const char *w, int32_t len, double logp) { add_fin_p(s, w, len, logp, NULL, 0, 0); }
 
 /* The k-th best finished score, or -inf: a hypothesis below it can no longer make the list. */
 static double fin_floor(const laya_session *s) {
@@ -1317,7 +1340,19 @@ static laya_status expand(laya_session *s, const hyp *h, int32_t *n_pool) {
     int expand_more = h->n_tok < s->max_tokens;
     if (sm) { /* from the summary: the best generating tokens, without the enders where the word may end */
         int ek = ender == TF_END_WORD ? 0 : ender == TF_END_IDENT ? 1 : 2, lk = r.can_end ? 1 + ek : 0;
-        if (r.can_end && sm->lend[ek] > -INFINITY) add_fin(s, w, wl, h->logp + sm->lend[ek]);
+        if (r.can_end && sm->lend[ek] > -INFINITY) {
+            /* the likeliest punctuation after the word, among the best tokens (prefetch guesses "word, ") */
+            const char *pc = NULL;
+            size_t pl = 0;
+            float pp = 0;
+            for (int32_t j = 0; s->stop == STOP_WORD && j < sm->n_top[0] && !pc; j++) {
+                const char *q = laya_token_piece(s->m, sm->top[0][j], &pl);
+                int ok = q && pl > 0 && pl < 8;
+                for (size_t u = 0; ok && u < pl; u++) ok = strchr(",.;:!?)\"'", q[u]) != NULL && q[u];
+                if (ok) pc = q, pp = (float)exp(sm->topv[0][j] - sm->lz - sm->lend[ek]);
+            }
+            add_fin_p(s, w, wl, h->logp + sm->lend[ek], pc, pc ? (int32_t)pl : 0, pp);
+        }
         if (r.can_end && r.cjk && !expand_more) add_fin(s, w, wl, h->logp);
         for (int32_t j = 0; expand_more && j < sm->n_top[lk] && j < B; j++)
             child(s, h, sm->top[lk][j], h->logp + sm->topv[lk][j] - sm->lz, n_pool);
@@ -1384,10 +1419,12 @@ static laya_status decode_hyps(laya_session *s, hyp *hs, int32_t n) {
         c->slot = j;
         int32_t xn = nP + c->n_tok, l = lcp_slot(s, j, c);
         if (l >= xn) l = xn - 1;
-        if (j != s->ps && xn - l > FORK_MIN) {
-            if ((st = laya_seq_fork(s->ctx, s->ps, j, nP)))
+        if (j != s->ps && l < nP) {
+            /* the prompt's positions this slot lacks are copied from the prompt's slot (a few KB each):
+             * decoding them again in every slot was most of a first step's rows after a word */
+            if ((st = laya_seq_fork_from(s->ctx, s->ps, j, l, nP)))
                 return laya_err(s->err, sizeof s->err, st, "fork: %s", laya_context_error(s->ctx));
-            memcpy(s->slot_tok[j], s->ptok, (size_t)nP * sizeof(laya_token));
+            memcpy(s->slot_tok[j] + l, s->ptok + l, (size_t)(nP - l) * sizeof(laya_token));
             s->slot_n[j] = nP;
             l = nP;
         }
@@ -1438,7 +1475,20 @@ static int cmp_hyp(const void *a, const void *b) {
     return (x < y) - (x > y);
 }
 
-static double step_estimate(const laya_session *s, int32_t rows) { return s->step_ms * (1 + rows) / 2.0; }
+static double step_estimate(const laya_session *s, int32_t rows) { return rows ? s->step_ms * (1 + rows) / 2.0 : 0; }
+
+/* About how many rows decoding hs[0..n) takes: none for a cached hypothesis, else its tokens past what its
+ * slot holds (a hypothesis whose parent's slot was reused catches up). */
+static int32_t hyp_rows(const laya_session *s, const hyp *hs, int32_t n) {
+    int32_t rows = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const hyp *c = &hs[i];
+        int32_t xn = s->n_ptok + c->n_tok;
+        if (nc_find(s, c->key, xn) >= 0) continue;
+        rows += LAYA_MAX(1, xn - LAYA_MAX(lcp_slot(s, c->slot, c), s->n_ptok));
+    }
+    return rows + (s->kv_lag ? 1 : 0);
+}
 
 /* One more measured step: the median of the recent ones is robust to a descheduled thread or a cold cache,
  * and it follows the machine's speed as it changes. */
@@ -1586,10 +1636,10 @@ static laya_status corrections(laya_session *s) {
     for (int32_t i = 0; i < nw; i++) {
         int32_t j = i < s->ps ? i : i + 1; /* never the prompt's slot */
         int32_t l = LAYA_MIN(lcp_tokens(s->slot_tok[j], s->slot_n[j], s->ctok, nC), nC - 1);
-        if (nC - 1 - l > FORK_MIN) {
-            if ((st = laya_seq_fork(s->ctx, s->ps, j, nC - 1)))
+        if (l < nC - 1) { /* the context's positions this slot lacks, from the prompt's slot */
+            if ((st = laya_seq_fork_from(s->ctx, s->ps, j, l, nC - 1)))
                 return laya_err(s->err, sizeof s->err, st, "fork: %s", laya_context_error(s->ctx));
-            memcpy(s->slot_tok[j], s->ctok, (size_t)(nC - 1) * sizeof(laya_token));
+            memcpy(s->slot_tok[j] + l, s->ctok + l, (size_t)(nC - 1 - l) * sizeof(laya_token));
             l = nC - 1;
         }
         if ((st = laya_seq_truncate(s->ctx, j, l)))
@@ -1656,7 +1706,15 @@ static laya_status decide(laya_session *s) {
     s->n_fins = 0;
     s->out.n = 0;
     s->typed_lp = -INFINITY;
+    s->typed_fin.punct_len = 0;
+    s->typed_fin.punct_p = 0;
     s->st.n_decoded = s->st.n_steps = s->st.deadline_hit = 0;
+    if (!s->prompt_dirty) s->st.n_computed = 0;
+    else {
+        laya_status st = sync_prompt(s);
+        if (st) return st;
+        if (s->prompt_dirty) s->st.deadline_hit = 1; /* out of time (or cancelled) in the prefill */
+    }
     if (s->no_cands || s->pre_n != s->n_ptok || s->n_ptok == 0) return LAYA_OK;
     hyp *root = &s->live[0];
     root->n_tok = 0;
@@ -1686,9 +1744,11 @@ static laya_status decide(laya_session *s) {
             s->next[n++] = *c;
         }
         if (n == 0) break;
-        if (stop_now(s, step_estimate(s, n))) {
+        if (stop_now(s, step_estimate(s, hyp_rows(s, s->next, n)))) {
+            /* Not all of them in time: the likeliest that fit (the pool is sorted), or none. */
             s->st.deadline_hit = 1;
-            break;
+            while (n > 0 && stop_now(s, step_estimate(s, hyp_rows(s, s->next, n)))) n--;
+            if (n == 0) break;
         }
         double t0 = now_ms();
         int32_t r0 = s->st.n_decoded;
@@ -1815,7 +1875,8 @@ laya_status laya_session_accept(laya_session *s, int32_t i) {
     if (c->kind != LAYA_KIND_CORRECT && s->guess[n - 1] != ' ') s->guess[n++] = ' ';
     char *after = s->guess + n; /* set_text normalizes into s->after: give it a copy */
     memcpy(after, s->after, (size_t)s->after_len);
-    return laya_session_set_text(s, s->guess, n, after, (size_t)s->after_len);
+    laya_status st = laya_session_set_text(s, s->guess, n, after, (size_t)s->after_len);
+    return st ? st : sync_prompt(s);
 }
 
 /* ---- asynchronous form ------------------------------------------------------------------------------ */
@@ -1888,8 +1949,15 @@ static void pf_plan(laya_session *s) {
     for (int32_t i = 0; i < s->n_fins; i++) {
         const fin *f = &s->fins[i];
         double p = exp(f->logp);
-        if (i < s->p.n_candidates)
+        if (i < s->p.n_candidates) {
             pf_add(s, p, keep_take, f->text, f->len, " ", text && f->text[f->len - 1] != ' ');
+            if (text && f->punct_len > 0 && f->len + f->punct_len < LAYA_CANDIDATE_MAX_BYTES) {
+                char b[LAYA_CANDIDATE_MAX_BYTES + 8];
+                memcpy(b, f->text, (size_t)f->len);
+                memcpy(b + f->len, f->punct, (size_t)f->punct_len);
+                pf_add(s, p * f->punct_p, keep_take, b, f->len + f->punct_len, " ", 1);
+            }
+        }
         if (f->len <= partial) continue;
         int32_t l = uni_utf8_len((unsigned char)f->text[partial]);
         if (l < 1 || l > 4 || l > f->len - partial) continue;
@@ -1904,8 +1972,11 @@ static void pf_plan(laya_session *s) {
         chw[j] += p;
     }
     for (int32_t j = 0; j < nch; j++) pf_add(s, chw[j], keep_end, ch[j], chl[j], "", 0);
-    if (s->kind == LAYA_KIND_COMPLETE && text && s->typed_lp > -INFINITY)
+    if (s->kind == LAYA_KIND_COMPLETE && text && s->typed_lp > -INFINITY) {
         pf_add(s, exp(s->typed_lp), keep_end, " ", 1, "", 0);
+        if (s->typed_fin.punct_len > 0)
+            pf_add(s, exp(s->typed_lp) * s->typed_fin.punct_p, keep_end, s->typed_fin.punct, s->typed_fin.punct_len, " ", 1);
+    }
     qsort(s->pf, (size_t)s->pf_n, sizeof *s->pf, cmp_pf);
 }
 
@@ -1990,10 +2061,8 @@ static void *worker_main(void *arg) {
         const laya_candidate *c = NULL;
         int32_t n = 0;
         s->t_start_ms = t0; /* the deadline counts from the submit's start, set_text included */
-        s->in_worker = 1;
         s->st.deadline_hit = 0;
         laya_status st = laya_session_set_text(s, s->w_before, s->wb_len, s->w_after, s->wa_len);
-        s->in_worker = 0;
         if (!st && atomic_load(&s->sub_gen) == gen) {
             int hit = s->st.deadline_hit;
             st = decide(s);

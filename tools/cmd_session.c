@@ -492,8 +492,8 @@ int cmd_eval(int argc, char **argv) {
                             c[j].text, c[j].prob);
                 laya_session_stats ts;
                 laya_session_get_stats(e.s, &ts);
-                fprintf(stderr, "%s  {rows %d steps %d prompt %d}\n", hit ? " HIT" : "", ts.n_decoded, ts.n_steps,
-                        ts.n_computed);
+                fprintf(stderr, "%s  {rows %d steps %d prompt %d, %.2f ms}\n", hit ? " HIT" : "", ts.n_decoded,
+                        ts.n_steps, ts.n_computed, ms);
             }
             if (idle > 0) { /* the time before the next keystroke: not counted as latency */
                 int32_t ng = 0;
