@@ -337,10 +337,11 @@ LAYA_API laya_status laya_session_learn(laya_session *s, const char *text, size_
  * not guessed costs what it costs without prefetch, and the candidates are the same either way. The
  * session's text and the last decision's candidates are kept (suggest and accept see what they saw).
  * If the current text was not decided yet, it is decided first. Returns at the first decode step past
- * the budget (one step: about a millisecond with the default model); *n_done (may be NULL) is how many
- * guesses were finished. Call it again to go on with the same plan; set_text starts a new one. Allocates
+ * the budget (one step: a few milliseconds with the default model); *n_done is how many guesses were
+ * finished and *n_left how many are left (0: the plan is done; either may be NULL). Call it again to go
+ * on with the same plan, e.g. in slices of 5 ms while no key comes; set_text starts a new one. Allocates
  * nothing. Synchronous sessions only: an asynchronous one does this on its worker (params.prefetch_ms). */
-LAYA_API laya_status laya_session_prefetch(laya_session *s, double budget_ms, int32_t *n_done);
+LAYA_API laya_status laya_session_prefetch(laya_session *s, double budget_ms, int32_t *n_done, int32_t *n_left);
 
 /* Replace the calibration map: n points (x[i] increasing, y[i] non-decreasing, all in [0, 1]), 2..64;
  * n == 0 restores the identity. Copied. */

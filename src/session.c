@@ -160,6 +160,7 @@ struct laya_session {
     nsum *nc_sum;              /* (nc_cap) */
     int32_t nc_cap;
     uint32_t nc_clock;
+    uint32_t nc_full;          /* rows the node cache had no room for (at their priority) */
     uint64_t nc_cur;           /* the priority of what is decoded now: this keystroke, and 2^32 - 1 for the
                                   caller's own text or the guess's likelihood in 2^-32 for a prefetch */
     corr_memo *cc;             /* (CC_MAX) typo decisions, kept across prompts */
@@ -174,6 +175,7 @@ struct laya_session {
     int32_t pf_n, pf_i;        /* guesses planned (-1: no plan yet), and done */
     cand_buf pf_out;           /* the caller's candidates while guesses are decided */
     int in_prefetch;           /* decisions are guesses: no user deadline, stop at pf_end */
+    int32_t pf_done_rows;      /* rows this prefetch call decoded in the guesses before the current one */
     double pf_end;
     double typed_lp;           /* log prob that the partial word ends as typed (the decision skips it) */
     fin typed_fin;             /* its punctuation (add_fin) */
@@ -935,7 +937,10 @@ static int32_t nc_put(laya_session *s, uint64_t key, int32_t n, const float *lg)
         if (s->nc_stamp[i] != s->nc_clock && (v < 0 || s->nc_pri[i] < s->nc_pri[v])) v = i;
     }
     /* a less likely guess does not push out what a likelier one (or the caller's text) decoded */
-    if (v < 0 || (s->nc_n[v] >= 0 && s->nc_pri[v] >= s->nc_cur)) return -1;
+    if (v < 0 || (s->nc_n[v] >= 0 && s->nc_pri[v] >= s->nc_cur)) {
+        s->nc_full++;
+        return -1;
+    }
     size_t nv = (size_t)s->n_vocab;
     memcpy(s->nc_logits + (size_t)v * nv, lg, nv * sizeof(float));
     nsum_fill(s, lg, &s->nc_sum[v]);
@@ -1508,7 +1513,9 @@ static void step_learn(laya_session *s, double ms, int32_t rows) {
 
 static int stop_now(laya_session *s, double step_ms) {
     if (s->async_on && atomic_load(&s->sub_gen) != s->cancel_gen) return 1;
-    if (s->in_prefetch) return now_ms() + step_ms > s->pf_end; /* a guess: the budget, not the deadline */
+    /* a guess: the budget, not the deadline; each call makes one step at least, so slices of any size
+     * make progress */
+    if (s->in_prefetch) return s->st.n_decoded + s->st.n_computed + s->pf_done_rows > 0 && now_ms() + step_ms > s->pf_end;
     if (s->p.deadline_ms > 0 && now_ms() - s->t_start_ms + step_ms > s->p.deadline_ms) return 1;
     return 0;
 }
@@ -1983,17 +1990,24 @@ static void pf_plan(laya_session *s) {
 /* Decide the planned guesses, likeliest first, until end (a clock time) or a newer submit; then come back
  * to the caller's text and candidates. A guess cut short is done again by the next call (what it decoded
  * is in the node cache). */
-static laya_status prefetch(laya_session *s, double end, int32_t *n_done) {
+static laya_status prefetch(laya_session *s, double end, int32_t *n_done, int32_t *n_left) {
     laya_session_stats st0 = s->st;
     int decided0 = s->decided;
     copy_cands(&s->pf_out, &s->out);
     laya_status st = LAYA_OK;
     s->in_prefetch = 1;
     s->pf_end = end;
+    s->pf_done_rows = 0;
+    s->st.n_decoded = s->st.n_computed = 0;
     if (!s->decided) { /* the caller's own text first (or again, without the deadline that cut it short) */
         st = decide(s);
-        if (!st && !s->st.deadline_hit) s->pf_n = -1;
-        else s->pf_n = 0;
+        s->pf_done_rows += s->st.n_decoded + s->st.n_computed;
+        if (!st && !s->st.deadline_hit) {
+            s->pf_n = -1;
+            decided0 = 1; /* done now: the plan comes from it and stays */
+        } else {
+            s->pf_n = 0;
+        }
     }
     if (!st && s->pf_n < 0) pf_plan(s);
     size_t mt = (size_t)s->p.max_text, c0 = window_step_cut(s->cur_full, mt);
@@ -2006,11 +2020,18 @@ static laya_status prefetch(laya_session *s, double end, int32_t *n_done) {
             continue;
         }
         s->nc_cur = (s->nc_cur >> 32) << 32 | (uint64_t)(LAYA_MIN(g->w, 0.999999) * 4294967296.0);
+        uint32_t full0 = s->nc_full;
         memcpy(s->pf_text, s->cur_raw, (size_t)g->keep);
         memcpy(s->pf_text + g->keep, g->add, (size_t)g->add_len);
         s->st.deadline_hit = 0;
         st = set_text(s, s->pf_text, n, s->cur_after, s->cur_after_len);
         if (!st && !s->st.deadline_hit) st = decide(s);
+        s->pf_done_rows += s->st.n_decoded + s->st.n_computed;
+        if (!st && s->nc_full != full0) {
+            /* the cache is full of likelier work: this guess and the less likely ones cannot be kept */
+            s->pf_i = s->pf_n;
+            break;
+        }
         if (st || s->st.deadline_hit) break;
         s->pf_i++;
         done++;
@@ -2022,18 +2043,20 @@ static laya_status prefetch(laya_session *s, double end, int32_t *n_done) {
     s->st = st0;
     s->decided = decided0;
     if (n_done) *n_done = done;
+    if (n_left) *n_left = s->pf_n < 0 ? 1 : s->pf_n - s->pf_i + !s->decided;
     return st ? st : st2;
 }
 
-laya_status laya_session_prefetch(laya_session *s, double budget_ms, int32_t *n_done) {
+laya_status laya_session_prefetch(laya_session *s, double budget_ms, int32_t *n_done, int32_t *n_left) {
     if (n_done) *n_done = 0;
+    if (n_left) *n_left = 0;
     if (!s || !(budget_ms >= 0 && budget_ms <= 1e9)) return LAYA_ERR_INVALID_ARG;
     if (s->async_on)
         return laya_err(s->err, sizeof s->err, LAYA_ERR_INVALID_ARG,
                         "an asynchronous session prefetches on its worker (params.prefetch_ms)");
     if (!s->have_text || budget_ms == 0) return LAYA_OK;
     s->cancel_gen = atomic_load(&s->sub_gen);
-    return prefetch(s, now_ms() + budget_ms, n_done);
+    return prefetch(s, now_ms() + budget_ms, n_done, n_left);
 }
 
 static void *worker_main(void *arg) {
@@ -2085,7 +2108,7 @@ static void *worker_main(void *arg) {
             pthread_mutex_unlock(&s->mu);
             s->decided = !s->st.deadline_hit;
             s->pf_n = -1;
-            prefetch(s, now_ms() + s->p.prefetch_ms, NULL);
+            prefetch(s, now_ms() + s->p.prefetch_ms, NULL, NULL);
             pthread_mutex_lock(&s->mu);
         }
     }

@@ -451,7 +451,7 @@ static void test_no_alloc(const laya_model *m) {
     ta_install(0);
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
         decide(s, texts[i], texts[i], buf, sizeof buf, NULL);
-        laya_session_prefetch(s, 1e6, NULL);
+        laya_session_prefetch(s, 1e6, NULL, NULL);
         decide(code, texts[i], "}\n", buf, sizeof buf, NULL);
         if (as) {
             int ready = 0;
@@ -641,7 +641,7 @@ static void test_prefetch(const laya_model *m) {
         n_keys++;
         CHECK(!strcmp(x, y), "prefetch changed the candidates for '%s':\n  without: %s\n  with:    %s", t, x, y);
         int32_t done = -1;
-        CHECK(laya_session_prefetch(b, 1e6, &done) == LAYA_OK && done >= 1, "prefetch '%s': %s (%d done)", t,
+        CHECK(laya_session_prefetch(b, 1e6, &done, NULL) == LAYA_OK && done >= 1, "prefetch '%s': %s (%d done)", t,
               laya_session_error(b), done);
         guessed += done;
         /* the session's text and candidates are the caller's again: suggest gives the same, for free */
@@ -658,25 +658,33 @@ static void test_prefetch(const laya_model *m) {
     }
     /* most keystrokes are lookups (the tiny model was trained on this licence text) */
     CHECK(free_steps * 2 > n_keys, "only %d of %d keystrokes were lookups (%d guesses)", free_steps, n_keys, guessed);
+    /* in slices too small for a step: each call still makes progress, and the plan ends */
+    decide(b, "This program is free software; you can redistribute it and/or mod", NULL, x, sizeof x, NULL);
+    int32_t left = 1, calls = 0;
+    while (left > 0 && calls < 100000) {
+        CHECK(laya_session_prefetch(b, 1e-6, NULL, &left) == LAYA_OK, "prefetch slice");
+        calls++;
+    }
+    CHECK(left == 0 && calls > 1, "slices: %d left after %d calls", left, calls);
     /* accept after prefetch takes the candidate the caller saw */
     const laya_candidate *c;
     int32_t n = decide(b, "The GNU General Public Lic", NULL, x, sizeof x, &c);
     CHECK(n > 0, "no candidates");
-    CHECK(laya_session_prefetch(b, 1e6, NULL) == LAYA_OK, "prefetch");
+    CHECK(laya_session_prefetch(b, 1e6, NULL, NULL) == LAYA_OK, "prefetch");
     CHECK(laya_session_accept(b, 0) == LAYA_OK, "accept after prefetch: %s", laya_session_error(b));
     /* bad calls */
-    CHECK(laya_session_prefetch(b, -1, NULL) == LAYA_ERR_INVALID_ARG, "negative budget accepted");
-    CHECK(laya_session_prefetch(b, NAN, NULL) == LAYA_ERR_INVALID_ARG, "NaN budget accepted");
-    CHECK(laya_session_prefetch(NULL, 1, NULL) == LAYA_ERR_INVALID_ARG, "NULL session accepted");
+    CHECK(laya_session_prefetch(b, -1, NULL, NULL) == LAYA_ERR_INVALID_ARG, "negative budget accepted");
+    CHECK(laya_session_prefetch(b, NAN, NULL, NULL) == LAYA_ERR_INVALID_ARG, "NaN budget accepted");
+    CHECK(laya_session_prefetch(NULL, 1, NULL, NULL) == LAYA_ERR_INVALID_ARG, "NULL session accepted");
     laya_session *f = make(m, LAYA_MODE_TEXT, 5);
     int32_t done = -1;
-    CHECK(f && laya_session_prefetch(f, 10, &done) == LAYA_OK, "prefetch on a new session");
+    CHECK(f && laya_session_prefetch(f, 10, &done, NULL) == LAYA_OK, "prefetch on a new session");
     laya_session_free(f);
     laya_session_params ap = laya_session_default_params();
     ap.async = 1;
     laya_session *as = NULL;
     CHECK(laya_session_create(m, ap, &as, NULL, 0) == LAYA_OK, "async create");
-    CHECK(laya_session_prefetch(as, 10, NULL) == LAYA_ERR_INVALID_ARG, "prefetch on an async session");
+    CHECK(laya_session_prefetch(as, 10, NULL, NULL) == LAYA_ERR_INVALID_ARG, "prefetch on an async session");
     laya_session_free(as);
     laya_session_free(a);
     laya_session_free(b);

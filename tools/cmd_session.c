@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -498,7 +499,7 @@ int cmd_eval(int argc, char **argv) {
             if (idle > 0) { /* the time before the next keystroke: not counted as latency */
                 int32_t ng = 0;
                 double p0 = now_ms();
-                if (laya_session_prefetch(e.s, idle, &ng)) {
+                if (laya_session_prefetch(e.s, idle, &ng, NULL)) {
                     rc = cli_fail("eval: prefetch: %s", laya_session_error(e.s));
                     goto done;
                 }
@@ -612,6 +613,14 @@ int cmd_type(int argc, char **argv) {
             printf("%s[%s%s] %.2f  ", i ? "" : "", c[i].kind == LAYA_KIND_NEXT ? "+" : "", c[i].text, c[i].confidence);
         printf(" (%.2f ms)\r\n", ms);
         fflush(stdout);
+        /* until the next key: decide the likeliest next texts (laya_session_prefetch), in slices of 5 ms
+         * so that a key is answered at once; stop when the plan is done */
+        for (int more = 1; more;) {
+            struct pollfd pf = {STDIN_FILENO, POLLIN, 0};
+            if (poll(&pf, 1, 0) > 0) break;
+            int32_t left = 0;
+            more = laya_session_prefetch(e.s, 5, NULL, &left) == LAYA_OK && left > 0;
+        }
         unsigned char ch;
         if (read(STDIN_FILENO, &ch, 1) != 1) break;
         if (ch == 3 || ch == 4) break;
