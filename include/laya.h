@@ -201,8 +201,9 @@ LAYA_API const char *laya_cpu_backend(void);
  *
  * On every change the caller passes the text before and after the cursor. The session normalizes it for
  * the model (switchable, see LAYA_NORM_*), tokenizes it, keeps the longest common token prefix already in
- * its KV cache and computes only the new tokens, so typing, backspace, paste, a cursor jump or
- * select-all-delete each cost only what changed. The model's view ends before the word being typed, so typing
+ * its KV cache, and the next decision computes only the new tokens (inside its deadline), so typing,
+ * backspace, paste, a cursor jump or select-all-delete each cost only what changed. What was computed for
+ * a token sequence (by this text, an earlier one or a prefetched guess) is found again by its tokens. The model's view ends before the word being typed, so typing
  * inside a word computes no new prompt token. Text before the cursor beyond params.max_text bytes (or a
  * prompt beyond max_kv_size tokens) is dropped from the front, in steps of half of it, so the cache
  * survives typing.
@@ -253,7 +254,10 @@ typedef struct laya_session_params {
     int32_t max_kv_size;    /* positions per sequence slot (default 320) */
     int32_t max_text;       /* bytes of text before the cursor the model sees (default 1024); the suffix
                                after the cursor is cut to max_text / 4 */
-    double deadline_ms;     /* a decision returns what it has this long after it started; 0: no deadline */
+    double deadline_ms;     /* a decision (the prompt's new tokens included) returns what it has this long
+                               after it started: a step that would not fit shrinks to the likeliest
+                               hypotheses that do; 0: no deadline. With prefetch, 4 ms cost 0.6 points of
+                               keystroke savings (docs/EVALUATION.md) */
     int32_t sensitive;      /* 1: never learn, never store, never log (passwords, PINs, private fields) */
     uint32_t normalize;     /* LAYA_NORM_* bits, or LAYA_NORM_MODE_DEFAULT */
     int32_t warmup;         /* 1 (default): run a decision at create so the first keystroke is not slower */

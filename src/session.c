@@ -955,6 +955,8 @@ static int stop_now(laya_session *s, double step_ms);
 static void step_learn(laya_session *s, double ms, int32_t rows);
 
 /* Decode the prompt's tokens from position l into its slot; with logits, the last row's go to pre_logits. */
+static double step_estimate(const laya_session *s, int32_t rows);
+
 static laya_status prefill(laya_session *s, int32_t l, int logits, int can_stop, int *done) {
     int32_t nP = s->n_ptok, j = s->ps;
     *done = 0;
@@ -964,13 +966,13 @@ static laya_status prefill(laya_session *s, int32_t l, int logits, int can_stop,
     while (l < nP) {
         /* A submitted decision (or a prefetch) stops its prefill when cancelled or out of time; what is done
          * stays cached and the next keystroke goes on from there. */
-        if (can_stop && l > s->st.n_reused && stop_now(s, 0)) {
-            s->st.deadline_hit = 1;
-            return LAYA_OK;
-        }
         /* with a deadline or a cancel to honour, smaller chunks: the stop is checked between them */
         int32_t chunk = can_stop && (s->p.deadline_ms > 0 || s->async_on || s->in_prefetch) ? CHUNK / 4 : CHUNK;
         int32_t n = LAYA_MIN(chunk, nP - l);
+        if (can_stop && l > s->st.n_reused && stop_now(s, step_estimate(s, n))) {
+            s->st.deadline_hit = 1;
+            return LAYA_OK;
+        }
         for (int32_t i = 0; i < n; i++) {
             s->b_tok[i] = s->ptok[l + i];
             s->b_seq[i] = j;
