@@ -755,11 +755,19 @@ laya_status laya_session_set_context(laya_session *s, const char *text, size_t l
     return LAYA_OK;
 }
 
-/* Where the model's view of a long text begins: a function of the text alone, so that a fresh session
- * and a long-lived one agree, moving in steps of max_text / 2 so that typing keeps the cache. */
+/* Where the model's view of a text of n bytes begins, before window_start's move to a word start: in
+ * steps of max_text / 2, so that typing keeps the cache. Prefetch's guesses that keep this step are the
+ * ones whose prompt can be the one the caller's text will give. */
+static size_t window_step_cut(size_t n, size_t max_text) {
+    if (n <= max_text) return 0;
+    size_t step = max_text / 2;
+    return ((n - max_text + step - 1) / step) * step;
+}
+
+/* ... and there: a function of the text alone, so that a fresh session and a long-lived one agree. */
 static size_t window_start(const char *t, size_t n, size_t max_text) {
     if (n <= max_text) return 0;
-    size_t step = max_text / 2, cut = ((n - max_text + step - 1) / step) * step;
+    size_t cut = window_step_cut(n, max_text);
     while (cut < n && ((unsigned char)t[cut] & 0xC0) == 0x80) cut++;
     for (size_t i = cut; i < n && i < cut + 32; i++)
         if (t[i] == ' ' || t[i] == '\n') return i + 1;
@@ -1484,17 +1492,12 @@ static int cmp_hyp(const void *a, const void *b) {
 
 static double step_estimate(const laya_session *s, int32_t rows) { return rows ? s->step_ms * (1 + rows) / 2.0 : 0; }
 
-/* About how many rows decoding hs[0..n) takes: none for a cached hypothesis, else its tokens past what its
- * slot holds (a hypothesis whose parent's slot was reused catches up). */
-static int32_t hyp_rows(const laya_session *s, const hyp *hs, int32_t n) {
-    int32_t rows = 0;
-    for (int32_t i = 0; i < n; i++) {
-        const hyp *c = &hs[i];
-        int32_t xn = s->n_ptok + c->n_tok;
-        if (nc_find(s, c->key, xn) >= 0) continue;
-        rows += LAYA_MAX(1, xn - LAYA_MAX(lcp_slot(s, c->slot, c), s->n_ptok));
-    }
-    return rows + (s->kv_lag ? 1 : 0);
+/* About how many rows decoding c takes: none if cached, else its tokens past what its slot holds (a
+ * hypothesis whose parent's slot was reused catches up). */
+static int32_t hyp_rows(const laya_session *s, const hyp *c) {
+    int32_t xn = s->n_ptok + c->n_tok;
+    if (nc_find(s, c->key, xn) >= 0) return 0;
+    return LAYA_MAX(1, xn - LAYA_MAX(lcp_slot(s, c->slot, c), s->n_ptok));
 }
 
 /* One more measured step: the median of the recent ones is robust to a descheduled thread or a cold cache,
@@ -1753,10 +1756,13 @@ static laya_status decide(laya_session *s) {
             s->next[n++] = *c;
         }
         if (n == 0) break;
-        if (stop_now(s, step_estimate(s, hyp_rows(s, s->next, n)))) {
+        int32_t rows[MAX_SLOTS + 1]; /* rows[i]: the rows of the first i hypotheses */
+        rows[0] = s->kv_lag ? 1 : 0;
+        for (int32_t i = 0; i < n; i++) rows[i + 1] = rows[i] + hyp_rows(s, &s->next[i]);
+        if (stop_now(s, step_estimate(s, rows[n]))) {
             /* Not all of them in time: the likeliest that fit (the pool is sorted), or none. */
             s->st.deadline_hit = 1;
-            while (n > 0 && stop_now(s, step_estimate(s, hyp_rows(s, s->next, n)))) n--;
+            while (n > 0 && stop_now(s, step_estimate(s, rows[n]))) n--;
             if (n == 0) break;
         }
         double t0 = now_ms();
@@ -1836,6 +1842,13 @@ static laya_status decide(laya_session *s) {
     return LAYA_OK;
 }
 
+/* The decision for the current text was made: prefetch plans from it, or finishes it first if the
+ * deadline cut it short. */
+static void decided(laya_session *s) {
+    s->decided = !s->st.deadline_hit;
+    s->pf_n = -1;
+}
+
 laya_status laya_session_suggest(laya_session *s, const laya_candidate **out, int32_t *n) {
     if (out) *out = NULL;
     if (n) *n = 0;
@@ -1845,9 +1858,7 @@ laya_status laya_session_suggest(laya_session *s, const laya_candidate **out, in
     laya_status st = decide(s);
     s->st.last_ms = now_ms() - s->t_start_ms;
     if (st) return st;
-    /* A decision cut by the deadline is not final: prefetch finishes it first (and plans from that). */
-    s->decided = !s->st.deadline_hit;
-    s->pf_n = -1;
+    decided(s);
     *out = s->out.c;
     *n = s->out.n;
     return LAYA_OK;
@@ -1900,14 +1911,6 @@ static void copy_cands(cand_buf *dst, const cand_buf *src) {
 }
 
 /* ---- prefetch: the next keystroke's decision, in the idle time before it ----------------------------- */
-
-/* Where the caller's window of a text of n bytes starts, before window_start's move to a word start: the
- * guessed texts that keep it are the ones whose prompt can be the one the caller's text will give. */
-static size_t window_step_cut(size_t n, size_t max_text) {
-    if (n <= max_text) return 0;
-    size_t step = max_text / 2;
-    return ((n - max_text + step - 1) / step) * step;
-}
 
 static void pf_add(laya_session *s, double w, int32_t keep, const char *a, int32_t al, const char *b, int32_t bl) {
     if (!(w > 0) || al + bl <= 0 || al + bl > LAYA_CANDIDATE_MAX_BYTES + 4) return;
@@ -2108,8 +2111,7 @@ static void *worker_main(void *arg) {
             /* Idle until the next keystroke: decide what it will likely be. A submit stops this at the
              * next decode step (stop_now sees sub_gen move). */
             pthread_mutex_unlock(&s->mu);
-            s->decided = !s->st.deadline_hit;
-            s->pf_n = -1;
+            decided(s);
             prefetch(s, now_ms() + s->p.prefetch_ms, NULL, NULL);
             pthread_mutex_lock(&s->mu);
         }

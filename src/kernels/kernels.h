@@ -16,6 +16,9 @@
  *   Q4_K, Q6_K weights      -> block_q8_K (int8 with one f32 scale per 256, plus 16-element sums)
  * K must be a multiple of the weight type's block size (the model loader checks this). */
 size_t kn_act_row_bytes(uint32_t wtype, int64_t K);
+/* s[h * s_stride + p] *= scale for h < nh, p < npos, and mx[h] = the maximum of head h's (scalar; for the
+ * tables whose attn_qk is their F32 matmul followed by this). */
+void kn_scale_max(float *s, size_t s_stride, int nh, int64_t npos, float scale, float *mx);
 
 typedef struct kn_ops {
     const char *name; /* "scalar", "avx2", "avx512", "neon" */

@@ -663,14 +663,7 @@ static void avx2_attn_v(const float *w, size_t w_stride, int nh, const float *v,
 static void avx2_attn_qk(const float *q, size_t q_stride, int nh, const float *k, size_t k_stride, int64_t npos,
                         int64_t d, float scale, float *s, size_t s_stride, float *mx) {
     avx2_matmul(QT_F32, k, k_stride * sizeof(float), q, q_stride * sizeof(float), nh, d, 0, npos, s, s_stride);
-    for (int h = 0; h < nh; h++) {
-        float *sh = s + (size_t)h * s_stride, m = -INFINITY;
-        for (int64_t p = 0; p < npos; p++) {
-            sh[p] *= scale;
-            if (sh[p] > m) m = sh[p];
-        }
-        mx[h] = m;
-    }
+    kn_scale_max(s, s_stride, nh, npos, scale, mx);
 }
 
 const kn_ops kn_avx2_ops = {"avx2", avx2_quantize_act, avx2_matmul, avx2_dot_f32, avx2_axpy_f32, avx2_matmul_mlx,

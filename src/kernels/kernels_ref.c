@@ -223,6 +223,17 @@ static void ref_attn_v(const float *w, size_t w_stride, int nh, const float *v, 
     }
 }
 
+void kn_scale_max(float *s, size_t s_stride, int nh, int64_t npos, float scale, float *mx) {
+    for (int h = 0; h < nh; h++) {
+        float *sh = s + (size_t)h * s_stride, m = -INFINITY;
+        for (int64_t p = 0; p < npos; p++) {
+            sh[p] *= scale;
+            if (sh[p] > m) m = sh[p];
+        }
+        mx[h] = m;
+    }
+}
+
 static void ref_attn_qk(const float *q, size_t q_stride, int nh, const float *k, size_t k_stride, int64_t npos,
                         int64_t d, float scale, float *s, size_t s_stride, float *mx) {
     for (int h = 0; h < nh; h++) {
