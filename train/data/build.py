@@ -31,6 +31,15 @@ CAPS = {
 }
 
 
+# LAYA_CAPS=big: every prose source whole, twice the code and Chinese caps (three parts, about 40 MB of xz,
+# for a device call that carries them all once the repository's large files are moved out of the tree).
+CAPS_BIG = {
+    "python_stdlib": 6 << 20, "usr_include": 6 << 20, "perl_modules": 3 << 20, "typescript_lib": 3 << 20,
+    "linux_c": 6 << 20, "chinese_poetry": 2 << 20,
+}
+if os.environ.get("LAYA_CAPS") == "big":
+    CAPS = CAPS_BIG
+
 PARTS = os.environ.get("LAYA_PARTS", "A")   # one part per device call
 
 

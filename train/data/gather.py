@@ -490,8 +490,59 @@ def g_poetry(o):
             total += len(t.encode())
 
 
+def diatheke(module, keys, opts=()):
+    """The plain text of a SWORD module (Debian's diatheke), as (key, text) pairs, one per verse."""
+    out = subprocess.run(["diatheke", "-b", module, "-f", "plain", *opts, "-k", keys],
+                         capture_output=True).stdout.decode("utf-8", "replace")
+    out = out.replace(f"({module})", "")
+    parts = re.split(r"^((?:I{1,3} )?[A-Z][A-Za-z ]*? \d+:\d+): ", out, flags=re.M)
+    return [(parts[i], parts[i + 1].strip()) for i in range(1, len(parts) - 1, 2)]
+
+
+def g_tdavid(o):
+    """C. H. Spurgeon's Treasury of David (sword-comm-tdavid): 19th-century English prose, one document per
+    Psalm (the module repeats each Psalm's text for every verse key: kept once)."""
+    seen = set()
+    for key, text in diatheke("TDavid", "Psalms 1:1-150:6"):
+        text = re.sub(r" ?\* ?", " ", text)
+        if text and text not in seen:
+            seen.add(text)
+            o.doc("prose", key, re.sub(r"[ \t]+", " ", text))
+
+
+def g_web_bible(o):
+    """The World English Bible (sword-text-web): the Bible in modern English, one document per book."""
+    cur, buf = None, []
+    # footnotes are asked for (-o f) and then dropped: without them the words either side are glued together
+    for key, text in diatheke("engWEB2015eb", "Gen 1:1-Rev 22:21", ("-o", "f")):
+        text = re.sub(r"\s*\[\d+:\d+[^\]]*\]\s*", " ", text).strip()
+        book = key.rsplit(" ", 1)[0]
+        if book != cur and buf:
+            o.doc("prose", cur, " ".join(buf))
+            buf = []
+        cur = book
+        if text:
+            buf.append(text)
+    if buf:
+        o.doc("prose", cur, " ".join(buf))
+
+
+def g_devil(o):
+    """Ambrose Bierce's The Devil's Dictionary (dict-devil), as documents of about 40 KB."""
+    t = \
+        gzip.open("/usr/share/dictd/devil.dict.dz", "rb").read().decode("utf-8", "replace")
+    paras, buf, size = re.split(r"\n\s*\n", t), [], 0
+    for i, para in enumerate(paras):
+        buf.append(re.sub(r"\s+", " ", para.strip()))
+        size += len(para)
+        if size > 40_000 or i == len(paras) - 1:
+            o.doc("prose", f"devil:{i}", "\n\n".join(buf))
+            buf, size = [], 0
+
+
 SOURCES = {
-    "fortunes": g_fortunes, "bible": g_bible, "jargon": g_jargon, "debian_docs": g_debian_docs,
+    "fortunes": g_fortunes, "bible": g_bible, "tdavid": g_tdavid, "web_bible": g_web_bible,
+    "devil": g_devil, "jargon": g_jargon, "debian_docs": g_debian_docs,
     "linux_doc": g_linux_doc, "python_doc": g_python_doc, "perl_doc": g_perl_doc, "bash_doc": g_bash_doc,
     "info": g_info, "man": None, "moby": g_moby, "sotu": g_sotu, "spam_ham": g_spam,
     "python_stdlib": g_py, "usr_include": g_include, "perl_modules": g_perl_pm, "typescript_lib": g_ts,
