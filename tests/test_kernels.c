@@ -2,7 +2,8 @@
  * on random data and odd shapes, and the reference itself against a naive double-precision
  * dequantize-then-dot, for the GGUF block types and MLX affine weights. Weights are random bytes rather
  * than quantizer output, so every field takes its full range (Q8_0 -128, negative scales, all 6-bit Q4_K
- * scales and mins, every MLX q from 0 to 2^bits - 1). */
+ * scales and mins, every MLX q from 0 to 2^bits - 1). Each table is also checked against itself for
+ * batch invariance: a row's outputs alone and inside a batch must be the same bits. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -372,6 +373,134 @@ static void test_matmul_mlx(void) {
     check_mlx_case(8, 128, QT_BF16, 256, 3, 0, 0, 3, 256);
 }
 
+/* ---- batch invariance */
+
+/* Every output of a table must depend only on its weight row and its activation row, bit for bit: not on
+ * B, on the row's place in the batch (which register tile, which path: the AVX-512 16-row panel serves
+ * B >= 16 only) or on the row range a thread was given. The forward pass relies on it: a prompt decoded
+ * as one batch must give the logits of the same tokens decoded one at a time, and with q8 activations a
+ * one-ulp difference in one product changes a later quantized byte, which moves the logits by ~0.1 on
+ * the bundled model. Checked for each table against itself: the batch of B rows in one call (over the
+ * whole range, then over three 16-aligned ranges and an unaligned split, as threads get them) against
+ * each row alone. */
+static int invariance_bad(const float *yb, const float *y1, int B, int64_t N) {
+    int bad = 0;
+    for (size_t i = 0; i < (size_t)B * (size_t)N; i++) bad += yb[i] != y1[i];
+    return bad;
+}
+
+static void ranges_call(const kn_ops *k, uint32_t type, const uint8_t *W, size_t wrb, const uint8_t *act, size_t arb,
+                        int B, int64_t K, int64_t N, int split, float *y) {
+    /* split 0: one call; 1: 16-row blocks in three parts (as forward.c's mm_worker); 2: at row 5 */
+    int64_t cut[4] = {0, N, N, N};
+    if (split == 1) {
+        int64_t nblk = (N + 15) / 16;
+        for (int c = 1; c < 3; c++) cut[c] = LAYA_MIN(N, nblk * c / 3 * 16);
+    } else if (split == 2) {
+        cut[1] = LAYA_MIN(N, 5);
+    }
+    for (int c = 0; c < 3; c++)
+        if (cut[c] < cut[c + 1]) k->matmul(type, W, wrb, act, arb, B, K, cut[c], cut[c + 1], y, (size_t)N);
+}
+
+static void check_invariance(uint32_t type, int64_t K, int64_t N, int B) {
+    size_t wrb = qt_row_bytes(type, K), arb = kn_act_row_bytes(type, K);
+    uint8_t *W = malloc(wrb * (size_t)N), *act = malloc(arb * (size_t)B);
+    float *x = malloc((size_t)K * sizeof(float));
+    float *y1 = malloc((size_t)B * (size_t)N * sizeof(float)), *yb = malloc((size_t)B * (size_t)N * sizeof(float));
+    fill_weights(type, W, N, K);
+    for (int b = 0; b < B; b++) {
+        fill_act(x, K, b % 5 == 3 ? 3 : (int)(rnd() % 3));
+        kn_ref_ops.quantize_act(type, x, act + (size_t)b * arb, K);
+    }
+    for (int t = 0; t < g_ntables; t++) {
+        const kn_ops *k = g_tables[t];
+        for (int b = 0; b < B; b++)
+            k->matmul(type, W, wrb, act + (size_t)b * arb, arb, 1, K, 0, N, y1 + (size_t)b * N, (size_t)N);
+        for (int split = 0; split < 3; split++) {
+            for (size_t i = 0; i < (size_t)B * (size_t)N; i++) yb[i] = SENTINEL;
+            ranges_call(k, type, W, wrb, act, arb, B, K, N, split, yb);
+            int bad = invariance_bad(yb, y1, B, N);
+            CHECK(bad == 0, "%s %s K=%lld N=%lld: %d of %d outputs of a batch of %d (split %d) differ from the rows alone",
+                  k->name, qt_get(type)->name, (long long)K, (long long)N, bad, B * (int)N, B, split);
+        }
+    }
+    free(W), free(act), free(x), free(y1), free(yb);
+}
+
+static void check_invariance_mlx(int bits, int group, uint32_t sbt, int64_t K, int64_t N, int B) {
+    const int64_t words = K * bits / 32, ng = K / group;
+    const size_t sbs = sbt == QT_F32 ? 4 : 2;
+    uint32_t *W = malloc((size_t)(words * N) * 4);
+    uint8_t *sc = malloc((size_t)(ng * N) * sbs), *bi = malloc((size_t)(ng * N) * sbs);
+    float *x = malloc((size_t)B * (size_t)K * sizeof(float));
+    float *y1 = malloc((size_t)B * (size_t)N * sizeof(float)), *yb = malloc((size_t)B * (size_t)N * sizeof(float));
+    for (int64_t i = 0; i < words * N; i++) W[i] = rnd();
+    for (int64_t i = 0; i < ng * N; i++) {
+        mlx_rnd_sb(sbt, sc, (size_t)i, 1e-3f, 2e-2f);
+        mlx_rnd_sb(sbt, bi, (size_t)i, 0, 0.3f);
+    }
+    for (int b = 0; b < B; b++) fill_act(x + (size_t)b * K, K, b % 5 == 3 ? 3 : (int)(rnd() % 3));
+    for (int t = 0; t < g_ntables; t++) {
+        const kn_ops *k = g_tables[t];
+        for (int b = 0; b < B; b++)
+            k->matmul_mlx(bits, group, W, sc, bi, sbt, x + (size_t)b * K, (size_t)K, 1, K, 0, N, y1 + (size_t)b * N,
+                          (size_t)N);
+        for (size_t i = 0; i < (size_t)B * (size_t)N; i++) yb[i] = SENTINEL;
+        k->matmul_mlx(bits, group, W, sc, bi, sbt, x, (size_t)K, B, K, 0, 5, yb, (size_t)N);
+        k->matmul_mlx(bits, group, W, sc, bi, sbt, x, (size_t)K, B, K, 5, N, yb, (size_t)N);
+        int bad = invariance_bad(yb, y1, B, N);
+        CHECK(bad == 0, "%s MLX %d-bit g%d %s K=%lld N=%lld: %d of %d outputs of a batch of %d differ from the rows alone",
+              k->name, bits, group, sb_name(sbt), (long long)K, (long long)N, bad, B * (int)N, B);
+    }
+    free(W), free(sc), free(bi), free(x), free(y1), free(yb);
+}
+
+/* The attention kernels: each head's scores and sums are the same whether it comes alone (nh = 1) or
+ * among others (forward.c gives a call more or fewer heads depending on the batch size). */
+static void check_invariance_attn(void) {
+    enum { NH = 16, D = 64, NP = 45 };
+    static float q[NH * D], k[NP * D], s1[NH * NP], sb[NH * NP], o1[NH * D], ob[NH * D], mx1[NH], mxb[NH];
+    for (int i = 0; i < NH * D; i++) q[i] = frnd();
+    for (int i = 0; i < NP * D; i++) k[i] = frnd();
+    for (int t = 0; t < g_ntables; t++) {
+        const kn_ops *kn = g_tables[t];
+        for (int h = 0; h < NH; h++) kn->attn_qk(q + h * D, D, 1, k, D, NP, D, 0.125f, s1 + h * NP, NP, mx1 + h);
+        kn->attn_qk(q, D, NH, k, D, NP, D, 0.125f, sb, NP, mxb);
+        int bad = invariance_bad(sb, s1, NH, NP) + invariance_bad(mxb, mx1, NH, 1);
+        /* the scores as softmax weights for attn_v, the keys as values */
+        for (int h = 0; h < NH; h++) kn->attn_v(s1 + h * NP, NP, 1, k, D, NP, D, o1 + h * D, D);
+        kn->attn_v(s1, NP, NH, k, D, NP, D, ob, D);
+        bad += invariance_bad(ob, o1, NH, D);
+        CHECK(bad == 0, "%s attention: %d values of %d heads in one call differ from each head alone", kn->name, bad,
+              NH);
+    }
+}
+
+static void test_invariance(void) {
+    /* Q8_0 / Q4_0: the bundled model's K (512, 1536), partial 4-block groups, several 32-block panel chunks,
+     * more than one 192-block chunk of the decode kernel; B around the 16-row panel threshold, across
+     * PSUPER (64) */
+    static const int64_t k_q8[] = {32, 96, 512, 1536, 2080, 6176};
+    static const int Bs[] = {5, 16, 17, 40, 70};
+    for (int q = 0; q < 2; q++)
+        for (size_t ki = 0; ki < sizeof k_q8 / sizeof *k_q8; ki++)
+            for (size_t bi = 0; bi < sizeof Bs / sizeof *Bs; bi++) {
+                if (k_q8[ki] > 2080 && Bs[bi] > 17) continue; /* keeps the run short */
+                check_invariance(q ? QT_Q8_0 : QT_Q4_0, k_q8[ki], 37, Bs[bi]);
+            }
+    check_invariance(QT_F32, 100, 19, 13);
+    check_invariance(QT_F16, 512, 19, 17);
+    check_invariance(QT_BF16, 96, 19, 9);
+    check_invariance(QT_Q4_K, 512, 19, 13);
+    check_invariance(QT_Q6_K, 768, 19, 13);
+    for (int bits = 4; bits <= 8; bits += 4)
+        for (int group = 32; group <= 128; group *= 2) check_invariance_mlx(bits, group, QT_F16, 512, 19, 13);
+    check_invariance_mlx(4, 64, QT_BF16, 896, 19, 6);
+    check_invariance_mlx(8, 64, QT_F32, 896, 19, 17);
+    check_invariance_attn();
+}
+
 static void test_f32_ops(void) {
     static const int64_t ns[] = {0, 1, 3, 7, 8, 15, 16, 17, 31, 63, 64, 65, 100, 1000, 4867};
     float *a = malloc(5000 * sizeof(float)), *b = malloc(5000 * sizeof(float));
@@ -567,5 +696,6 @@ int main(void) {
     test_nan_act();
     test_matmul();
     test_matmul_mlx();
+    test_invariance();
     return DONE("test_kernels");
 }

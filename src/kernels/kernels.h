@@ -1,7 +1,8 @@
 /* kernels.h — the CPU compute kernels behind the forward pass, as a table of function pointers chosen
  * once at run time by CPU detection. kernels_ref.c is the scalar reference (always built, the meaning of
  * every kernel); kernels_avx2.c, kernels_avx512.c and kernels_neon.c are fast versions that must match it
- * (tests/test_kernels.c checks every one on random and odd shapes). Intrinsics live only in those files. */
+ * within float rounding, and must round each output the same way whatever the batch (matmul below;
+ * tests/test_kernels.c checks both on random and odd shapes). Intrinsics live only in those files. */
 #ifndef LAYA_KERNELS_H
 #define LAYA_KERNELS_H
 
@@ -27,7 +28,13 @@ typedef struct kn_ops {
     void (*quantize_act)(uint32_t wtype, const float *x, void *xq, int64_t K);
 
     /* y[b * ldy + r] = dot(W row r, activation row b) for r in [r0, r1) and b in [0, B).
-     * W points at row 0; w_row_bytes = qt_row_bytes(wtype, K); act rows are act_row_bytes apart. */
+     * W points at row 0; w_row_bytes = qt_row_bytes(wtype, K); act rows are act_row_bytes apart.
+     * Batch invariance (this and matmul_mlx, attn_qk, attn_v per head): each output is a function of
+     * its weight row and activation row alone, bit for bit the same for any B, r0, r1 or place in the
+     * batch, even where a table takes another code path for large B. The forward pass relies on it: a
+     * prompt decoded in one batch gives the logits of its tokens decoded one at a time. With q8
+     * activations even a one-ulp difference matters: it flips a rounding in the next layer's
+     * quantization, and the bundled model's logits then move by ~0.1. */
     void (*matmul)(uint32_t wtype, const void *W, size_t w_row_bytes, const void *act,
                    size_t act_row_bytes, int B, int64_t K, int64_t r0, int64_t r1, float *y, size_t ldy);
 

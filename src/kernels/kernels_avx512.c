@@ -174,17 +174,29 @@ INLINE void mm_float(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *a
 /* The row is taken four 32-element blocks ("a group") at a time, as the blocks lie in the file (18 or
  * 34 bytes each, unaligned). vpermb / vpermt2b gather the group's quant bytes into two vectors, L (elements
  * 0-15 of each block) and H (elements 16-31), so 32-bit lane 4j+u covers elements 4u..4u+3 and
- * 16+4u..16+4u+3 of block j, and the four fp16 scales into four lanes each. Per group and activation row:
- * two vpdpbusd, one convert, one multiply and one multiply-add; the weight decoding is shared by every
- * activation row of the tile. vpdpbusd takes the weights as unsigned bytes (Q4_0's raw nibbles, q + 8;
- * Q8_0's bytes xor 0x80, q + 128); each lane starts from minus that offset times the sum of the eight
- * activations it sees, so it holds an exact integer partial dot product. The activations are regrouped
- * into the same lane order once per call and tile (q_prep). Reads stay inside the row: a partial last
- * group is loaded with masks. At B = 1 on one thread, weights in L2: 22 GB/s for Q4_0 and 31 GB/s for
- * Q8_0, against 9 and 17 for the previous two-rows-per-vector kernel (bench/bench_kernels.c). */
+ * 16+4u..16+4u+3 of block j. Per group and activation row: two vpdpbusd; the weight decoding is shared by
+ * every activation row of the tile. vpdpbusd takes the weights as unsigned bytes (Q4_0's raw nibbles,
+ * q + 8; Q8_0's bytes xor 0x80, q + 128); each lane starts from minus that offset times the sum of the
+ * eight activations it sees, so it holds an exact integer partial dot product. The activations are
+ * regrouped into the same lane order once per call and tile (q_prep). Reads stay inside the row: a
+ * partial last group is loaded with masks. At B = 1 on one thread, weights in L2: 22 GB/s for Q4_0 and
+ * 31 GB/s for Q8_0, against 9 and 17 for the previous two-rows-per-vector kernel (bench/bench_kernels.c).
+ *
+ * The float arithmetic is that of each output alone, whatever the batch, so that this kernel and the
+ * panel kernel below (B >= PANEL_MIN_B) give every output the same bits (kernels.h; before, the two
+ * summed in different orders and a prompt decoded in one batch got other logits): per block, the exact
+ * integer dot product (integer adds of the block's four lanes) times dw * da (exact: two fp16 values) is
+ * added by fma, in block order, to one of two chains, the even blocks' or the odd blocks'; every PKB
+ * blocks (from block 0) even + odd is added to the output's running sum and the chains restart at 0.
+ * Four (weight row, activation row) pairs share the float work: after the integer adds, lane 4j+k holds
+ * pair k's block j, so a group takes one convert, one multiply and two 8-lane fmas per four pairs, and
+ * the weight scales of the four pairs are gathered as fp16 into one vector. */
 #define QG 4   /* blocks per group */
 #define QKC 48 /* groups per K chunk (K up to 6144 in one pass); q_prep: 256 B per group and row, 48 KB */
 #define QB 4   /* activation rows per register tile */
+/* Blocks per float chunk: the panel kernel's K chunk (its chains do not outlive one). QG * QKC is a
+ * multiple of it. */
+#define PKB 32
 
 typedef struct q_prep {
     __m512i lo[QB][QKC], hi[QB][QKC]; /* activation bytes in the L and H lane orders */
@@ -195,9 +207,11 @@ typedef struct q_prep {
 #define R4(b) b, b + 1, b + 2, b + 3
 #define R16(b) R4(b), R4(b + 4), R4(b + 8), R4(b + 12)
 #define D4(o) o, o + 1, o, o + 1, o, o + 1, o, o + 1
+#define D2(o) o, o + 1, o + 64, o + 65, o, o + 1, o + 64, o + 65
 /* byte indexes, into the 128 bytes of two registers, of L, H and the scales' fp16 words */
 static const uint8_t g_idx_q4[64] __attribute__((aligned(64))) = {R16(2), R16(20), R16(38), R16(56)};
-static const uint8_t g_idx_q4d[64] __attribute__((aligned(64))) = {D4(0), D4(18), D4(36), D4(54)};
+/* Q4_0 scales of two rows (a group each, in the two registers): word 4j+k is block j of row k & 1 */
+static const uint8_t g_idx_q4d2[64] __attribute__((aligned(64))) = {D2(0), D2(18), D2(36), D2(54)};
 static const uint8_t g_idx_q8l[64] __attribute__((aligned(64))) = {R16(2), R16(36), R16(70), R16(104)};
 /* H of Q8_0 from bytes 18..81 and 72..135 of the group: both loads stay inside its 136 bytes */
 static const uint8_t g_idx_q8h[64] __attribute__((aligned(64))) = {R16(0), R16(34), R16(78), R16(112)};
@@ -205,6 +219,7 @@ static const uint8_t g_idx_q8d[64] __attribute__((aligned(64))) = {D4(0), D4(34)
 #undef R4
 #undef R16
 #undef D4
+#undef D2
 
 INLINE __m512i idx_load(const uint8_t *t) { return _mm512_load_si512((const void *)t); }
 
@@ -216,17 +231,19 @@ INLINE __m512i load_part(const uint8_t *p, int o, int n, int full) {
     return _mm512_maskz_loadu_epi8(k, p + o);
 }
 
-/* One group of Q8_0 blocks (weights or activations) at p: L, H and the scales. n: bytes present when
- * !full (a partial group: missing blocks come out zero). */
-INLINE void q8_group(const uint8_t *p, int full, int n, __m512i *L, __m512i *H, __m512 *d) {
+/* One group of Q8_0 blocks (weights or activations) at p: L, H and the four fp16 scales, each in four
+ * words (4j..4j+3: block j). n: bytes present when !full (a partial group: missing blocks come out zero). */
+INLINE void q8_group(const uint8_t *p, int full, int n, __m512i *L, __m512i *H, __m256i *d) {
     __m512i r0 = load_part(p, 0, n, full), r1 = load_part(p, 64, n, full);
     __m512i r0h = load_part(p, 18, n, full), r2 = load_part(p, 72, n, full);
     *L = _mm512_permutex2var_epi8(r0, idx_load(g_idx_q8l), r1);
     *H = _mm512_permutex2var_epi8(r0h, idx_load(g_idx_q8h), r2);
-    *d = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutex2var_epi8(r0, idx_load(g_idx_q8d), r1)));
+    *d = _mm512_castsi512_si256(_mm512_permutex2var_epi8(r0, idx_load(g_idx_q8d), r1));
 }
 
-INLINE void w_group(uint32_t wt, const uint8_t *p, int full, int n, __m512i *L, __m512i *H, __m512 *d) {
+/* A group of weights: L and H as unsigned bytes; for Q8_0 also the scales as q8_group gives them (Q4_0's
+ * are gathered two rows at a time by the caller). */
+INLINE void w_group(uint32_t wt, const uint8_t *p, int full, int n, __m512i *L, __m512i *H, __m256i *d) {
     if (wt == QT_Q8_0) {
         q8_group(p, full, n, L, H, d);
         const __m512i flip = _mm512_set1_epi8((char)0x80);
@@ -239,7 +256,7 @@ INLINE void w_group(uint32_t wt, const uint8_t *p, int full, int n, __m512i *L, 
         __m512i q = _mm512_permutex2var_epi8(r0, idx_load(g_idx_q4), r1);
         *L = _mm512_and_si512(q, m4);
         *H = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
-        *d = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi8(idx_load(g_idx_q4d), r0)));
+        *d = _mm256_setzero_si256();
     }
 }
 
@@ -251,29 +268,33 @@ static void q_prep_tile(q_prep *pp, int nb, const uint8_t *const *a, int64_t k0,
             const uint8_t *p = a[t] + (size_t)(k0 + g * QG) * sizeof(block_q8_0);
             int left = (int)LAYA_MIN(QG, nblk - g * QG);
             __m512i L, H;
-            __m512 d;
+            __m256i d;
             if (left == QG) q8_group(p, 1, 0, &L, &H, &d);
             else q8_group(p, 0, left * (int)sizeof(block_q8_0), &L, &H, &d);
             __m512i s = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, L), ones, H);
             pp->lo[t][g] = L;
             pp->hi[t][g] = H;
             pp->corr[t][g] = _mm512_mullo_epi32(s, moff);
-            pp->da[t][g] = d;
+            pp->da[t][g] = _mm512_cvtph_ps(d);
         }
 }
 
-/* Four vectors to their four sums. */
-INLINE __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
-    __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b)); /* a0+a2 b0+b2 a1+a3 b1+b3 */
-    __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
-    __m512 s = _mm512_add_ps(_mm512_shuffle_ps(ab, cd, 0x44), _mm512_shuffle_ps(ab, cd, 0xee)); /* a b c d per lane */
-    __m256 h = _mm256_add_ps(_mm512_castps512_ps256(s), _mm512_extractf32x8_ps(s, 1));
-    return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+/* Four pairs' partial sums (lane 4j+u: block j, lanes u) to lane 4j+k: pair k's sum over block j. */
+INLINE __m512i block_sums4(__m512i s0, __m512i s1, __m512i s2, __m512i s3) {
+    __m512i ab = _mm512_add_epi32(_mm512_unpacklo_epi32(s0, s1), _mm512_unpackhi_epi32(s0, s1));
+    __m512i cd = _mm512_add_epi32(_mm512_unpacklo_epi32(s2, s3), _mm512_unpackhi_epi32(s2, s3));
+    return _mm512_add_epi32(_mm512_unpacklo_epi64(ab, cd), _mm512_unpackhi_epi64(ab, cd));
 }
 
-/* One group of nr weight rows (p[j]) against nb activation rows: acc[b * nr + j] += the group's dot. */
+/* Lane k holds pair k's even chain, lane 4 + k its odd one: lane k of the result is their sum. */
+INLINE __m128 chains_sum(__m256 v) { return _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)); }
+
+/* One group of nr weight rows (p[j]) against nb activation rows. Pair b * nr + j goes to lane k = pair % 4
+ * (even chain) and 4 + k (odd chain) of acc[pair / 4]. nr * nb is 4, 6 or 8 (nr 4 only with nb 1). */
 INLINE void q_group_step(uint32_t wt, int nr, int nb, const uint8_t *const *p, int full, int n, const q_prep *pp,
-                         int64_t g, __m512 *acc) {
+                         int64_t g, __m256 *acc) {
+    __m512i s[8];
+    __m256i dh[4];
 #pragma GCC unroll 4
     for (int j = 0; j < nr; j++) {
         if (full) {
@@ -282,25 +303,56 @@ INLINE void q_group_step(uint32_t wt, int nr, int nb, const uint8_t *const *p, i
             if (wt == QT_Q8_0) _mm_prefetch((const char *)p[j] + PREFETCH + 128, _MM_HINT_T0);
         }
         __m512i L, H;
-        __m512 dw;
-        w_group(wt, p[j], full, n, &L, &H, &dw);
+        w_group(wt, p[j], full, n, &L, &H, &dh[j]);
 #pragma GCC unroll 4
-        for (int b = 0; b < nb; b++) {
-            __m512i s = _mm512_dpbusd_epi32(pp->corr[b][g], L, pp->lo[b][g]);
-            s = _mm512_dpbusd_epi32(s, H, pp->hi[b][g]);
-            acc[b * nr + j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, pp->da[b][g]), acc[b * nr + j]);
+        for (int b = 0; b < nb; b++)
+            s[b * nr + j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(pp->corr[b][g], L, pp->lo[b][g]), H, pp->hi[b][g]);
+    }
+#pragma GCC unroll 4
+    for (int i = nr * nb; i < 8; i++) s[i] = _mm512_setzero_si512();
+    /* the weight scales of the pairs (word 4j+k: row of pair k), the same for every four pairs */
+    __m256i wh;
+    if (wt == QT_Q4_0) {
+        wh = _mm512_castsi512_si256(_mm512_permutex2var_epi8(load_part(p[0], 0, n, full), idx_load(g_idx_q4d2),
+                                                             load_part(p[1], 0, n, full)));
+        if (nr == 4) {
+            __m512i hi = _mm512_permutex2var_epi8(load_part(p[2], 0, n, full), idx_load(g_idx_q4d2),
+                                                  load_part(p[3], 0, n, full));
+            wh = _mm256_mask_blend_epi16(0xcccc, wh, _mm512_castsi512_si256(hi));
         }
+    } else if (nr == 4) {
+        wh = _mm256_mask_blend_epi16(0x2222, dh[0], dh[1]);
+        wh = _mm256_mask_blend_epi16(0x4444, wh, dh[2]);
+        wh = _mm256_mask_blend_epi16(0x8888, wh, dh[3]);
+    } else {
+        wh = _mm256_mask_blend_epi16(0xaaaa, dh[0], dh[1]);
+    }
+    const __m512 ws = _mm512_cvtph_ps(wh);
+#pragma GCC unroll 2
+    for (int q = 0; q < (nr * nb + 3) / 4; q++) {
+        __m512i S = block_sums4(s[4 * q], s[4 * q + 1], s[4 * q + 2], s[4 * q + 3]);
+        __m512 as = nr == 4 ? pp->da[0][g]
+                            : _mm512_mask_blend_ps(0xcccc, pp->da[2 * q][g], pp->da[LAYA_MIN(2 * q + 1, nb - 1)][g]);
+        __m512 t = _mm512_cvtepi32_ps(S), sc = _mm512_mul_ps(ws, as);
+        /* blocks 0 and 1 of the group into the two chains, then blocks 2 and 3 */
+        acc[q] = _mm256_fmadd_ps(_mm512_castps512_ps256(t), _mm512_castps512_ps256(sc), acc[q]);
+        acc[q] = _mm256_fmadd_ps(_mm512_extractf32x8_ps(t, 1), _mm512_extractf32x8_ps(sc, 1), acc[q]);
     }
 }
 
-/* nr weight rows (w[j], at the chunk's first block) x nb activation rows over nblk blocks; sums in
- * out[b * nr + j]. nr * nb is 4, 6 or 8. */
+/* nr weight rows (w[j], at the chunk's first block) x nb activation rows over nblk blocks; the sums go to
+ * out[b * nr + j], starting from init[b * nr + j] (NULL: 0). */
 INLINE void q_tile(uint32_t wt, int nr, int nb, const uint8_t *const *w, const q_prep *pp, int64_t nblk,
-                   float *out) {
+                   const float *init, float *out) {
     const size_t gsz = QG * (wt == QT_Q8_0 ? sizeof(block_q8_0) : sizeof(block_q4_0));
-    __m512 acc[8];
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; i++) acc[i] = _mm512_setzero_ps();
+    const int nq = (nr * nb + 3) / 4;
+    __m256 acc[2];
+    __m128 run[2];
+#pragma GCC unroll 2
+    for (int q = 0; q < nq; q++) {
+        acc[q] = _mm256_setzero_ps();
+        run[q] = init ? _mm_loadu_ps(init + 4 * q) : _mm_setzero_ps();
+    }
     const int64_t nfull = nblk / QG, rem = nblk % QG;
     const uint8_t *p[4];
 #pragma GCC unroll 4
@@ -309,10 +361,16 @@ INLINE void q_tile(uint32_t wt, int nr, int nb, const uint8_t *const *w, const q
         q_group_step(wt, nr, nb, p, 1, 0, pp, g, acc);
 #pragma GCC unroll 4
         for (int j = 0; j < nr; j++) p[j] += gsz;
+        if ((g + 1) % (PKB / QG) == 0)
+#pragma GCC unroll 2
+            for (int q = 0; q < nq; q++) run[q] = _mm_add_ps(run[q], chains_sum(acc[q])), acc[q] = _mm256_setzero_ps();
     }
     if (rem) q_group_step(wt, nr, nb, p, 0, (int)(rem * gsz / QG), pp, nfull, acc);
-    _mm_storeu_ps(out, reduce4(acc[0], acc[1], acc[2], acc[3]));
-    if (nr * nb > 4) _mm_storeu_ps(out + 4, reduce4(acc[4], acc[5], acc[6], acc[7]));
+    if (nfull % (PKB / QG) || rem)
+#pragma GCC unroll 2
+        for (int q = 0; q < nq; q++) run[q] = _mm_add_ps(run[q], chains_sum(acc[q]));
+    _mm_storeu_ps(out, run[0]);
+    if (nq > 1) _mm_storeu_ps(out + 4, run[1]);
 }
 
 INLINE void mm_q8(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act, size_t arb, int B, int64_t K,
@@ -336,16 +394,22 @@ INLINE void mm_q8(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act,
                 for (int64_t r = c0; r < c1; r += nr) {
                     const uint8_t *w[4];
                     for (int j = 0; j < nr; j++) w[j] = W + (size_t)LAYA_MIN(r + j, c1 - 1) * wrb + (size_t)k0 * bsz;
-                    float out[8];
+                    /* later K chunks continue each output's running sum */
+                    float out[8], init[8];
+                    if (k0 > 0)
+                        for (int t = 0; t < nb; t++)
+                            for (int j = 0; j < nr; j++)
+                                init[t * nr + j] = y[(size_t)(b0 + t) * ldy + (size_t)LAYA_MIN(r + j, c1 - 1)];
+                    const float *in = k0 > 0 ? init : NULL;
                     switch (nb) {
-                    case 1: q_tile(wt, 4, 1, w, &pp, nk, out); break;
-                    case 2: q_tile(wt, 2, 2, w, &pp, nk, out); break;
-                    case 3: q_tile(wt, 2, 3, w, &pp, nk, out); break;
-                    default: q_tile(wt, 2, 4, w, &pp, nk, out); break;
+                    case 1: q_tile(wt, 4, 1, w, &pp, nk, in, out); break;
+                    case 2: q_tile(wt, 2, 2, w, &pp, nk, in, out); break;
+                    case 3: q_tile(wt, 2, 3, w, &pp, nk, in, out); break;
+                    default: q_tile(wt, 2, 4, w, &pp, nk, in, out); break;
                     }
                     for (int t = 0; t < nb; t++)
                         for (int j = 0; j < nr && r + j < c1; j++)
-                            put(y + (size_t)(b0 + t) * ldy + (size_t)(r + j), out[t * nr + j], k0 > 0);
+                            y[(size_t)(b0 + t) * ldy + (size_t)(r + j)] = out[t * nr + j];
                 }
             }
         }
@@ -360,9 +424,9 @@ INLINE void mm_q8(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act,
  * 2 vpdpbusd and three float operations per four rows-blocks in the decode kernel above. Regrouping a
  * panel (nibble split, a 16x8 dword transpose in three rounds of vpermt2d) costs about as much as one
  * activation row and is shared by up to PSUPER of them; the activations' scales and offset corrections
- * are computed once per K chunk for those rows. */
+ * are computed once per K chunk for those rows. The float sums follow the decode kernel's order (above),
+ * so an output does not depend on which of the two kernels computed it. */
 #define PANEL_MIN_B 16
-#define PKB 32    /* blocks per K chunk: the panel takes 9 * 64 bytes per block (18 KB) */
 #define PA 8      /* activation rows per register tile */
 #define PSUPER 64 /* activation rows sharing one regrouped panel: their scales and corrections take 16 KB */
 
@@ -430,34 +494,49 @@ static void pack_panel(uint32_t wt, const uint8_t *W, size_t wrb, int64_t row0, 
     }
 }
 
-/* acc[b] lane r += dot(row r, activation row b) over the panel's nk blocks, for na activation rows. */
+/* out[b] lane r = dot(row r, activation row b) over the panel's nk blocks (at most PKB, from a multiple
+ * of PKB), for na activation rows, in the decode kernel's float order: the even blocks' chain plus the
+ * odd blocks', each in a pass of its own (one accumulator per activation row: with two, the tile runs
+ * out of registers). */
 INLINE void panel_tile(int na, const q_panel *P, int nk, const uint8_t *const *a, const float (*da)[PKB],
                        const int32_t (*corr)[PKB], __m512 *out) {
-    __m512 acc[PA];
+    /* The even chains wait in memory during the odd pass: the empty asm keeps the compiler from holding
+     * them in registers, where they made the pass spill (measured 3% slower). */
+    __m512 even[PA];
+    __asm__ volatile("" : : "r"(even) : "memory");
+    for (int c = 0; c < 2; c++) {
+        __m512 acc[PA];
 #pragma GCC unroll 8
-    for (int b = 0; b < na; b++) acc[b] = _mm512_setzero_ps();
-    for (int i = 0; i < nk; i++) {
-        __m512i w[8];
+        for (int b = 0; b < na; b++) acc[b] = _mm512_setzero_ps();
+        for (int i = c; i < nk; i += 2) {
+            __m512i w[8];
 #pragma GCC unroll 8
-        for (int t = 0; t < 8; t++) w[t] = P->w[i][t];
-        __m512 dw = P->dw[i];
+            for (int t = 0; t < 8; t++) w[t] = P->w[i][t];
+            __m512 dw = P->dw[i];
 #pragma GCC unroll 8
-        for (int b = 0; b < na; b++) {
-            const uint8_t *qs = a[b] + (size_t)i * sizeof(block_q8_0) + 2;
-            /* two chains of four: vpdpbusd's latency would otherwise bound the loop */
-            __m512i s2[2] = {_mm512_set1_epi32(corr[b][i]), _mm512_setzero_si512()};
+            for (int b = 0; b < na; b++) {
+                const uint8_t *qs = a[b] + (size_t)i * sizeof(block_q8_0) + 2;
+                /* two chains of four: vpdpbusd's latency would otherwise bound the loop */
+                __m512i s2[2] = {_mm512_set1_epi32(corr[b][i]), _mm512_setzero_si512()};
 #pragma GCC unroll 8
-            for (int t = 0; t < 8; t++) {
-                int32_t v;
-                memcpy(&v, qs + 4 * t, 4);
-                s2[t & 1] = _mm512_dpbusd_epi32(s2[t & 1], w[t], _mm512_set1_epi32(v));
+                for (int t = 0; t < 8; t++) {
+                    int32_t v;
+                    memcpy(&v, qs + 4 * t, 4);
+                    s2[t & 1] = _mm512_dpbusd_epi32(s2[t & 1], w[t], _mm512_set1_epi32(v));
+                }
+                __m512i s = _mm512_add_epi32(s2[0], s2[1]);
+                acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(da[b][i])), acc[b]);
             }
-            __m512i s = _mm512_add_epi32(s2[0], s2[1]);
-            acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(da[b][i])), acc[b]);
+        }
+        if (c == 0) {
+#pragma GCC unroll 8
+            for (int b = 0; b < na; b++) _mm512_store_ps((float *)&even[b], acc[b]);
+            __asm__ volatile("" : : "r"(even) : "memory");
+        } else {
+#pragma GCC unroll 8
+            for (int b = 0; b < na; b++) out[b] = _mm512_add_ps(_mm512_load_ps((const float *)&even[b]), acc[b]);
         }
     }
-#pragma GCC unroll 8
-    for (int b = 0; b < na; b++) out[b] = acc[b];
 }
 
 /* noinline: its 34 KB of stack must not add to the decode kernel's 48 KB in avx512_matmul's frame */
@@ -663,13 +742,13 @@ static const uint8_t g_nib_ctl[2][64] __attribute__((aligned(64))) = {
 };
 
 /* One weight row against nb activation rows over ng groups: each 32-weight step is decoded once and
- * multiplied into partial sums per activation row (two for up to four rows, else one: enough FMA chains
- * in flight), which are scaled once per group. Each group's partial sums start afresh, so the
- * out-of-order core also overlaps the chains of consecutive groups. The bias terms are added by the
- * caller. */
+ * multiplied into one partial sum per activation row, which is scaled once per group. Each group's
+ * partial sums start afresh, so the out-of-order core overlaps the FMA chains of consecutive groups: one
+ * chain per row is enough even for a single row (measured: two chains at B <= 4 were no faster), and
+ * the same arithmetic for every nb keeps each output independent of the batch (kernels.h). The bias
+ * terms are added by the caller. */
 INLINE void mlx_tile(int bits, int group, int nb, const uint32_t *w, const float *sf, const float *const *x,
                      int64_t ng, __m512 *res) {
-    const int na = nb <= 4 ? 2 : 1;
     const __m512i nib = _mm512_set4_epi32(0xf0, 0x0f, 0xf0, 0x0f);
     __m512 acc[TB];
 #pragma GCC unroll 8
@@ -678,11 +757,9 @@ INLINE void mlx_tile(int bits, int group, int nb, const uint32_t *w, const float
         const uint32_t *wg = w + g * (group * bits / 32);
         const int64_t kg = g * group;
         for (int o = 0; o < group * bits / 8; o += 64) _mm_prefetch((const char *)wg + PREFETCH + o, _MM_HINT_T0);
-        __m512 part[TB][2];
+        __m512 part[TB];
 #pragma GCC unroll 8
-        for (int b = 0; b < nb; b++)
-#pragma GCC unroll 2
-            for (int u = 0; u < na; u++) part[b][u] = _mm512_setzero_ps();
+        for (int b = 0; b < nb; b++) part[b] = _mm512_setzero_ps();
 #pragma GCC unroll 4
         for (int c = 0; c < group / 32; c++) {
             __m512 wv[2];
@@ -700,17 +777,12 @@ INLINE void mlx_tile(int bits, int group, int nb, const uint32_t *w, const float
 #pragma GCC unroll 2
             for (int p = 0; p < 2; p++)
 #pragma GCC unroll 8
-                for (int b = 0; b < nb; b++) {
-                    int u = (2 * c + p) % na;
-                    part[b][u] = _mm512_fmadd_ps(wv[p], _mm512_loadu_ps(x[b] + kg + 32 * c + 16 * p), part[b][u]);
-                }
+                for (int b = 0; b < nb; b++)
+                    part[b] = _mm512_fmadd_ps(wv[p], _mm512_loadu_ps(x[b] + kg + 32 * c + 16 * p), part[b]);
         }
         __m512 s = _mm512_set1_ps(sf[g]);
 #pragma GCC unroll 8
-        for (int b = 0; b < nb; b++) {
-            __m512 t = na == 2 ? _mm512_add_ps(part[b][0], part[b][1]) : part[b][0];
-            acc[b] = _mm512_fmadd_ps(t, s, acc[b]);
-        }
+        for (int b = 0; b < nb; b++) acc[b] = _mm512_fmadd_ps(part[b], s, acc[b]);
     }
 #pragma GCC unroll 8
     for (int b = 0; b < nb; b++) res[b] = acc[b];

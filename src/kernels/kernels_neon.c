@@ -336,12 +336,14 @@ static const uint8_t g_widen[4][16] __attribute__((aligned(16))) = {
 
 /* One weight row against nb activation rows over ng groups. Per 16 weights: 4 bits are split into low
  * and high nibbles and zipped back into weight order (two instructions per 16 weights), then each 4 are
- * widened by a tbl and converted; 8 bits need only the tbl and the convert. The products go into NA
- * partial sums per activation row (enough FMA chains in flight for a single row), scaled once per
- * group. The bias terms are added by the caller. */
+ * widened by a tbl and converted; 8 bits need only the tbl and the convert. The products go into two
+ * partial sums per activation row, scaled once per group. Each group's partial sums start afresh, so
+ * the out-of-order core overlaps the FMA chains of consecutive groups, as in kernels_avx2.c. The count
+ * is the same for every nb: with four for a single row and two otherwise, a row's sum was rounded
+ * differently alone than in a batch (kernels.h). The bias terms are added by the caller. */
 INLINE void mlx_tile(int bits, int group, int nb, const uint32_t *w, const float *sf, const float *const *x,
                      int64_t ng, float32x4_t *res) {
-    const int na = nb == 1 ? 4 : 2;
+    const int na = 2;
     uint8x16_t widen[4];
 #pragma GCC unroll 4
     for (int j = 0; j < 4; j++) widen[j] = vld1q_u8(g_widen[j]);
@@ -351,7 +353,7 @@ INLINE void mlx_tile(int bits, int group, int nb, const uint32_t *w, const float
     for (int64_t g = 0; g < ng; g++) {
         const uint8_t *wg = (const uint8_t *)(w + g * (group * bits / 32));
         const int64_t kg = g * group;
-        float32x4_t part[TB][4];
+        float32x4_t part[TB][2];
 #pragma GCC unroll 4
         for (int b = 0; b < nb; b++)
 #pragma GCC unroll 4
