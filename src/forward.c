@@ -14,8 +14,12 @@ struct laya_context {
     lp_pool *pool;
     int32_t kv_dim;
     int32_t *seq_len;   /* (n_seq) positions held */
-    float *kcache;      /* (n_layer, n_seq, max_kv, kv_dim) keys after RoPE */
-    float *vcache;      /* (n_layer, n_seq, max_kv, kv_dim) */
+    /* Each KV head's block is contiguous (kv_cap positions). Keys are stored in blocks of 16 positions,
+     * dimension-major (kn_ops.attn_qk), so attention takes 16 positions per vector with no horizontal sums
+     * and reads each block as one sequential stream. */
+    int32_t kv_cap;     /* max_kv_size rounded up to 16 */
+    float *kcache;      /* (n_layer, n_seq, n_head_kv, kv_cap / 16, head_dim, 16) keys after RoPE */
+    float *vcache;      /* (n_layer, n_seq, n_head_kv, kv_cap, head_dim) */
     float *rope_cs;     /* (max_kv, head_dim/2, 2) cos, sin */
     /* scratch, (max_batch, ...) rows */
     float *x, *xn, *q, *k, *v, *att, *gate, *up;
@@ -109,7 +113,8 @@ laya_status laya_context_create(const laya_model *m, laya_context_params p, laya
     c->kv_dim = h->n_head_kv * h->head_dim;
     int64_t qd = (int64_t)h->n_head * h->head_dim;
     int64_t kmax = LAYA_MAX(LAYA_MAX(h->n_embd, h->n_ff), qd);
-    uint64_t B = (uint64_t)p.max_batch, cache_rows = (uint64_t)h->n_layer * p.n_seq * p.max_kv_size;
+    c->kv_cap = (p.max_kv_size + 15) / 16 * 16;
+    uint64_t B = (uint64_t)p.max_batch, cache_rows = (uint64_t)h->n_layer * p.n_seq * c->kv_cap;
     c->act_row_cap = (size_t)kmax * sizeof(float); /* F32 activations are the widest format */
     laya_status st = lp_create(m->n_threads, &c->pool);
     if (st) goto oom;
@@ -171,17 +176,31 @@ laya_status laya_seq_truncate(laya_context *c, int32_t seq, int32_t n_pos) {
     return LAYA_OK;
 }
 
-static size_t cache_off(const laya_context *c, int layer, int seq, int pos) {
-    return (((size_t)layer * c->p.n_seq + seq) * c->p.max_kv_size + pos) * c->kv_dim;
+/* Offset of the (layer, seq, KV head) block in kcache and vcache. */
+static size_t head_off(const laya_context *c, int layer, int seq, int head) {
+    size_t h = ((size_t)layer * c->p.n_seq + seq) * c->m->hp.n_head_kv + head;
+    return h * c->kv_cap * c->m->hp.head_dim;
 }
 
 static void fork_range(laya_context *c, int32_t src, int32_t dst, int32_t from, int32_t n_pos) {
     if (src != dst && n_pos > from) {
-        for (int l = 0; l < c->m->hp.n_layer; l++) {
-            size_t n = (size_t)(n_pos - from) * c->kv_dim * sizeof(float);
-            memcpy(c->kcache + cache_off(c, l, dst, from), c->kcache + cache_off(c, l, src, from), n);
-            memcpy(c->vcache + cache_off(c, l, dst, from), c->vcache + cache_off(c, l, src, from), n);
-        }
+        const int hd = c->m->hp.head_dim;
+        for (int l = 0; l < c->m->hp.n_layer; l++)
+            for (int g = 0; g < c->m->hp.n_head_kv; g++) {
+                size_t so = head_off(c, l, src, g), dof = head_off(c, l, dst, g);
+                memcpy(c->vcache + dof + (size_t)from * hd, c->vcache + so + (size_t)from * hd,
+                       (size_t)(n_pos - from) * hd * sizeof(float));
+                /* key blocks: whole blocks in one copy, the partial ones at either end dimension by dimension */
+                for (int32_t b0 = from / 16 * 16; b0 < n_pos; b0 += 16) {
+                    int32_t p0 = LAYA_MAX(from, b0), p1 = LAYA_MIN(n_pos, b0 + 16);
+                    const float *ks = c->kcache + so + (size_t)b0 * hd;
+                    float *kd = c->kcache + dof + (size_t)b0 * hd;
+                    if (p0 == b0 && p1 == b0 + 16) memcpy(kd, ks, (size_t)16 * hd * sizeof(float));
+                    else
+                        for (int j = 0; j < hd; j++)
+                            memcpy(kd + j * 16 + (p0 - b0), ks + j * 16 + (p0 - b0), (size_t)(p1 - p0) * sizeof(float));
+                }
+            }
     }
     c->seq_len[dst] = n_pos;
 }
@@ -385,20 +404,20 @@ static void att_worker(void *arg, int chunk, int n_chunks, int tid) {
         int g = r / slices, h0 = g * group + (r % slices) * hs, nh = LAYA_MIN(hs, (g + 1) * group - h0);
         int s = j->seq[i], npos = c->pos[i] + 1; /* causal: positions 0..pos[i] */
         const float *q = c->q + (size_t)i * h->n_head * hd + (size_t)h0 * hd;
-        const float *kb = c->kcache + cache_off(c, j->layer, s, 0) + (size_t)g * hd;
-        const float *vb = c->vcache + cache_off(c, j->layer, s, 0) + (size_t)g * hd;
+        const float *kb = c->kcache + head_off(c, j->layer, s, g);
+        const float *vb = c->vcache + head_off(c, j->layer, s, g);
         float *o = c->att + (size_t)i * h->n_head * hd + (size_t)h0 * hd;
         float mx[16];
         for (int b = 0; b < nh; b++) {
             float *sb = sc + (size_t)b * mkv;
             /* scores (scaled) and their maximum, 16 heads per call */
             if (b % 16 == 0)
-                kn->attn_qk(q + (size_t)b * hd, (size_t)hd, LAYA_MIN(16, nh - b), kb, (size_t)c->kv_dim, npos, hd, scale,
+                kn->attn_qk(q + (size_t)b * hd, (size_t)hd, LAYA_MIN(16, nh - b), kb, (size_t)16 * hd, npos, hd, scale,
                             sb, mkv, mx);
             float inv = 1.0f / kn->exp_sum(sb, mx[b % 16], sb, npos);
             for (int p = 0; p < npos; p++) sb[p] *= inv;
         }
-        kn->attn_v(sc, mkv, nh, vb, (size_t)c->kv_dim, npos, hd, o, (size_t)hd);
+        kn->attn_v(sc, mkv, nh, vb, (size_t)hd, npos, hd, o, (size_t)hd);
     }
 }
 
@@ -512,9 +531,12 @@ laya_status laya_decode(laya_context *c, laya_batch bt) {
                 if (L->k_norm) rms_norm(k + hh * hd, k + hh * hd, L->k_norm, hd, h->norm_eps);
                 rope(k + hh * hd, cs, hd, h->rope_neox);
             }
-            size_t off = cache_off(c, il, bt.seq[i], c->pos[i]);
-            memcpy(c->kcache + off, k, (size_t)kvd * sizeof(float));
-            memcpy(c->vcache + off, v, (size_t)kvd * sizeof(float));
+            for (int hh = 0; hh < h->n_head_kv; hh++) {
+                size_t off = head_off(c, il, bt.seq[i], hh);
+                float *kt = c->kcache + off + (size_t)(c->pos[i] / 16 * 16) * hd + c->pos[i] % 16;
+                for (int e = 0; e < hd; e++) kt[e * 16] = k[hh * hd + e];
+                memcpy(c->vcache + off + (size_t)c->pos[i] * hd, v + (size_t)hh * hd, (size_t)hd * sizeof(float));
+            }
         }
         {
             /* whole query-head groups per task, unless that leaves fewer than two tasks per thread */

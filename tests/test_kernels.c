@@ -472,17 +472,18 @@ static void test_attn_v(void) {
 }
 
 /* attn_qk: every table's scaled scores equal the reference's (relative to the sum of |terms|) and so does
- * each head's maximum, for head sizes and position counts around the 16-wide tiles; nothing past nh heads
- * or npos positions is written. */
+ * each head's maximum, for head counts around the 4-head tiles, head sizes, and position counts around the
+ * 16- and 64-wide tiles (keys in blocks of 16 positions, dimension-major: dimension j of position p at
+ * k[(p / 16) * ks + j * 16 + p % 16]); nothing past nh heads or npos positions is written. */
 static void test_attn_qk(void) {
-    static const int nhs[] = {1, 2, 3, 5, 16};
-    static const int64_t ds[] = {1, 8, 16, 31, 64, 65, 128};
-    static const int64_t nps[] = {0, 1, 2, 15, 16, 17, 33, 300};
-    const size_t qs = 160, ks = 200, ss = 320;
-    float *q = malloc(17 * qs * sizeof(float)), *k = malloc(300 * ks * sizeof(float));
+    static const int nhs[] = {1, 2, 3, 4, 5, 7, 16};
+    static const int64_t ds[] = {1, 3, 8, 16, 31, 64, 65, 128};
+    static const int64_t nps[] = {0, 1, 2, 15, 16, 17, 33, 63, 64, 65, 129, 300};
+    const size_t qs = 160, ks = 16 * 128 + 16, ss = 320, nblk = 19; /* 300 positions */
+    float *q = malloc(17 * qs * sizeof(float)), *k = malloc(nblk * ks * sizeof(float));
     float *s0 = malloc(17 * ss * sizeof(float)), *s1 = malloc(17 * ss * sizeof(float));
     for (size_t i = 0; i < 17 * qs; i++) q[i] = frnd();
-    for (size_t i = 0; i < 300 * ks; i++) k[i] = frnd() * 2;
+    for (size_t i = 0; i < nblk * ks; i++) k[i] = frnd() * 2;
     for (int t = 1; t < g_ntables; t++)
         for (size_t a = 0; a < sizeof nhs / sizeof *nhs; a++)
             for (size_t b = 0; b < sizeof ds / sizeof *ds; b++)
@@ -504,7 +505,7 @@ static void test_attn_qk(void) {
                                 continue;
                             }
                             double mag = 0;
-                            for (int64_t j = 0; j < d; j++) mag += fabs((double)q[(size_t)h * qs + (size_t)j] * k[(size_t)p * ks + (size_t)j]);
+                            for (int64_t j = 0; j < d; j++) mag += fabs((double)q[(size_t)h * qs + (size_t)j] * k[(size_t)(p / 16) * ks + (size_t)j * 16 + (size_t)(p % 16)]);
                             mag *= 0.125;
                             mmag = mag > mmag ? mag : mmag;
                             bad += !(fabs((double)s0[i] - s1[i]) <= 1e-5 * mag + 1e-7);

@@ -867,106 +867,174 @@ static float avx512_exp_sum(const float *x, float shift, float *y, int64_t n) {
     return _mm512_reduce_add_ps(acc);
 }
 
+/* hn (1..4, a constant after inlining, so the accumulators stay in registers) heads x 64 columns from
+ * column j0; each value row is read once for the hn heads. One head alone keeps two accumulator sets (even
+ * and odd positions) so that its four multiply-add chains do not wait on each other's latency. */
+INLINE void v_tile(const float *w, size_t w_stride, int hn, const float *v, size_t v_stride, int64_t npos,
+                   const __mmask16 m[4], int prefetch, float *out, size_t out_stride) {
+    const int sets = hn == 1 ? 2 : 1;
+    __m512 acc[4][4], acc2[4];
+#pragma GCC unroll 4
+    for (int h = 0; h < 4; h++)
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) acc[h][c] = _mm512_setzero_ps();
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; c++) acc2[c] = _mm512_setzero_ps();
+    int64_t p = 0;
+    for (; p + sets <= npos; p += sets) {
+#pragma GCC unroll 2
+        for (int u = 0; u < sets; u++) {
+            const float *vr = v + (size_t)(p + u) * v_stride;
+            if (prefetch) { /* strided value rows: the hardware prefetcher does not run ahead on them */
+                _mm_prefetch((const char *)(vr + 8 * v_stride), _MM_HINT_T0);
+                if (m[2]) _mm_prefetch((const char *)(vr + 8 * v_stride + 32), _MM_HINT_T0);
+            }
+            __m512 x0 = _mm512_maskz_loadu_ps(m[0], vr), x1 = _mm512_maskz_loadu_ps(m[1], vr + 16);
+            __m512 x2 = _mm512_maskz_loadu_ps(m[2], vr + 32), x3 = _mm512_maskz_loadu_ps(m[3], vr + 48);
+#pragma GCC unroll 4
+            for (int h = 0; h < hn; h++) {
+                __m512 a = _mm512_set1_ps(w[(size_t)h * w_stride + (size_t)(p + u)]);
+                __m512 *ac = u ? acc2 : acc[h];
+                ac[0] = _mm512_fmadd_ps(a, x0, ac[0]);
+                ac[1] = _mm512_fmadd_ps(a, x1, ac[1]);
+                ac[2] = _mm512_fmadd_ps(a, x2, ac[2]);
+                ac[3] = _mm512_fmadd_ps(a, x3, ac[3]);
+            }
+        }
+    }
+    if (p < npos) { /* hn == 1 and an odd count: the last position */
+        const float *vr = v + (size_t)p * v_stride;
+        __m512 a = _mm512_set1_ps(w[(size_t)p]);
+        acc[0][0] = _mm512_fmadd_ps(a, _mm512_maskz_loadu_ps(m[0], vr), acc[0][0]);
+        acc[0][1] = _mm512_fmadd_ps(a, _mm512_maskz_loadu_ps(m[1], vr + 16), acc[0][1]);
+        acc[0][2] = _mm512_fmadd_ps(a, _mm512_maskz_loadu_ps(m[2], vr + 32), acc[0][2]);
+        acc[0][3] = _mm512_fmadd_ps(a, _mm512_maskz_loadu_ps(m[3], vr + 48), acc[0][3]);
+    }
+    if (sets == 2)
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) acc[0][c] = _mm512_add_ps(acc[0][c], acc2[c]);
+#pragma GCC unroll 4
+    for (int h = 0; h < hn; h++)
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) _mm512_mask_storeu_ps(out + (size_t)h * out_stride + 16 * c, m[c], acc[h][c]);
+}
+
 /* Up to 4 heads x 64 columns in 16 accumulators; each value row is read once per such tile. */
 static void avx512_attn_v(const float *w, size_t w_stride, int nh, const float *v, size_t v_stride, int64_t npos,
                           int64_t d, float *out, size_t out_stride) {
     for (int h0 = 0; h0 < nh; h0 += 4) {
         int hn = nh - h0 < 4 ? nh - h0 : 4;
+        const float *wh = w + (size_t)h0 * w_stride;
         for (int64_t j0 = 0; j0 < d; j0 += 64) {
             __mmask16 m[4];
             for (int c = 0; c < 4; c++) {
                 int64_t left = d - j0 - 16 * c;
                 m[c] = left >= 16 ? 0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
             }
-            __m512 acc[4][4];
-            for (int h = 0; h < 4; h++)
-                for (int c = 0; c < 4; c++) acc[h][c] = _mm512_setzero_ps();
-            for (int64_t p = 0; p < npos; p++) {
-                const float *vr = v + (size_t)p * v_stride + (size_t)j0;
-                if (h0 == 0) { /* strided value rows, as the keys in attn_qk */
-                    _mm_prefetch((const char *)(vr + 8 * v_stride), _MM_HINT_T0);
-                    if (d - j0 > 32) _mm_prefetch((const char *)(vr + 8 * v_stride + 32), _MM_HINT_T0);
-                }
-                __m512 x0 = _mm512_maskz_loadu_ps(m[0], vr), x1 = _mm512_maskz_loadu_ps(m[1], vr + 16);
-                __m512 x2 = _mm512_maskz_loadu_ps(m[2], vr + 32), x3 = _mm512_maskz_loadu_ps(m[3], vr + 48);
-                for (int h = 0; h < hn; h++) {
-                    __m512 a = _mm512_set1_ps(w[(size_t)(h0 + h) * w_stride + (size_t)p]);
-                    acc[h][0] = _mm512_fmadd_ps(a, x0, acc[h][0]);
-                    acc[h][1] = _mm512_fmadd_ps(a, x1, acc[h][1]);
-                    acc[h][2] = _mm512_fmadd_ps(a, x2, acc[h][2]);
-                    acc[h][3] = _mm512_fmadd_ps(a, x3, acc[h][3]);
-                }
-            }
-            for (int h = 0; h < hn; h++) {
-                float *o = out + (size_t)(h0 + h) * out_stride + (size_t)j0;
-                for (int c = 0; c < 4; c++) _mm512_mask_storeu_ps(o + 16 * c, m[c], acc[h][c]);
+            const float *vj = v + j0;
+            float *o = out + (size_t)h0 * out_stride + (size_t)j0;
+            int pf = h0 == 0 && v_stride > (size_t)d; /* rows that are not one contiguous stream */
+            switch (hn) {
+            case 1: v_tile(wh, w_stride, 1, vj, v_stride, npos, m, pf, o, out_stride); break;
+            case 2: v_tile(wh, w_stride, 2, vj, v_stride, npos, m, pf, o, out_stride); break;
+            case 3: v_tile(wh, w_stride, 3, vj, v_stride, npos, m, pf, o, out_stride); break;
+            default: v_tile(wh, w_stride, 4, vj, v_stride, npos, m, pf, o, out_stride); break;
             }
         }
     }
 }
 
-/* Sixteen vectors to one whose lane 4L+e is the sum of v[4e+L] (a 4x4 transpose of the slots): two rounds
- * of 128-bit lane shuffles, then two of in-lane ones, 45 operations for 16 sums, where a reduce_add per
- * vector costs about 8 each. */
-INLINE __m512 hsum16(const __m512 v[16]) {
-    __m512 w[8], x[4];
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; i++)
-        w[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0x44),
-                             _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0xee));
+/* hn heads (1..4) x nv blocks of 16 positions (kt at the first, blocks kt_stride apart): for each key
+ * dimension j, one vector of each block is loaded once and multiplied by each head's q[j]; with sets > 1 the dimensions are
+ * split over that many accumulator sets (j mod sets), so short tiles still have enough independent
+ * multiply-add chains. hn, nv and sets are constants after inlining: the accumulators stay in registers. */
+INLINE void qk_tile(const float *q, size_t q_stride, int hn, const float *kt, size_t kt_stride, int nv, int sets,
+                    int64_t d, const __mmask16 *m, __m512 sv, float *s, size_t s_stride, __m512 *mxv) {
+    __m512 acc[4][4][4]; /* [set][head][vector] */
 #pragma GCC unroll 4
-    for (int j = 0; j < 4; j++)
-        x[j] = _mm512_add_ps(_mm512_shuffle_f32x4(w[2 * j], w[2 * j + 1], 0x88),
-                             _mm512_shuffle_f32x4(w[2 * j], w[2 * j + 1], 0xdd));
-    __m512 y0 = _mm512_add_ps(_mm512_unpacklo_ps(x[0], x[1]), _mm512_unpackhi_ps(x[0], x[1]));
-    __m512 y1 = _mm512_add_ps(_mm512_unpacklo_ps(x[2], x[3]), _mm512_unpackhi_ps(x[2], x[3]));
-    return _mm512_add_ps(_mm512_shuffle_ps(y0, y1, 0x44), _mm512_shuffle_ps(y0, y1, 0xee));
-}
-
-/* 16 positions at a time per head: each position's dot product is a vector of 16 partial sums (the key row
- * comes from L1 again for the next head), and hsum16 turns the 16 vectors into the block's 16 scores. */
-INLINE void qk_blocks(const float *q, size_t q_stride, int nh, const float *k, size_t k_stride, int64_t npos,
-                      int64_t d, float scale, float *s, size_t s_stride, float *mx) {
-    const __m512 sv = _mm512_set1_ps(scale);
-    for (int h = 0; h < nh; h++) {
-        const float *qh = q + (size_t)h * q_stride;
-        float *sh = s + (size_t)h * s_stride;
-        __m512 m = _mm512_set1_ps(-INFINITY);
-        for (int64_t p0 = 0; p0 < npos; p0 += 16) {
-            const int np = npos - p0 < 16 ? (int)(npos - p0) : 16;
-            __m512 v[16];
-#pragma GCC unroll 16
-            for (int slot = 0; slot < 16; slot++) {
-                const int pp = 4 * (slot & 3) + (slot >> 2); /* the position this slot's sum lands at */
-                __m512 acc = _mm512_setzero_ps();
-                if (pp < np) {
-                    const float *kr = k + (size_t)(p0 + pp) * k_stride;
-                    /* the next block's key rows: strided rows from L3 or memory, which the hardware
-                     * prefetcher does not run ahead on */
-                    if (h == 0)
-                        for (int64_t j = 0; j < d; j += 16) _mm_prefetch((const char *)(kr + 16 * k_stride + j), _MM_HINT_T0);
-                    for (int64_t j = 0; j < d; j += 16) {
-                        __mmask16 mk = d - j >= 16 ? 0xffff : (__mmask16)((1u << (d - j)) - 1);
-                        acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mk, qh + j), _mm512_maskz_loadu_ps(mk, kr + j), acc);
-                    }
-                }
-                v[slot] = acc;
+    for (int u = 0; u < sets; u++)
+#pragma GCC unroll 4
+        for (int h = 0; h < hn; h++)
+#pragma GCC unroll 4
+            for (int c = 0; c < nv; c++) acc[u][h][c] = _mm512_setzero_ps();
+    int64_t j = 0;
+    for (; j + sets <= d; j += sets)
+#pragma GCC unroll 4
+        for (int u = 0; u < sets; u++) {
+            const float *kr = kt + (size_t)(j + u) * 16;
+            __m512 kv[4];
+#pragma GCC unroll 4
+            for (int c = 0; c < nv; c++) kv[c] = _mm512_maskz_loadu_ps(m[c], kr + (size_t)c * kt_stride);
+#pragma GCC unroll 4
+            for (int h = 0; h < hn; h++) {
+                __m512 a = _mm512_set1_ps(q[(size_t)h * q_stride + (size_t)(j + u)]);
+#pragma GCC unroll 4
+                for (int c = 0; c < nv; c++) acc[u][h][c] = _mm512_fmadd_ps(a, kv[c], acc[u][h][c]);
             }
-            __m512 r = _mm512_mul_ps(hsum16(v), sv);
-            __mmask16 mp = (__mmask16)((1u << np) - 1);
-            _mm512_mask_storeu_ps(sh + p0, mp, r);
-            m = _mm512_mask_max_ps(m, mp, m, r);
         }
-        mx[h] = _mm512_reduce_max_ps(m);
+    for (; j < d; j++) { /* d not a multiple of sets: the last dimensions into set 0 */
+        const float *kr = kt + (size_t)j * 16;
+#pragma GCC unroll 4
+        for (int h = 0; h < hn; h++) {
+            __m512 a = _mm512_set1_ps(q[(size_t)h * q_stride + (size_t)j]);
+#pragma GCC unroll 4
+            for (int c = 0; c < nv; c++)
+                acc[0][h][c] = _mm512_fmadd_ps(a, _mm512_maskz_loadu_ps(m[c], kr + (size_t)c * kt_stride), acc[0][h][c]);
+        }
     }
+#pragma GCC unroll 4
+    for (int h = 0; h < hn; h++)
+#pragma GCC unroll 4
+        for (int c = 0; c < nv; c++) {
+            __m512 r = acc[0][h][c];
+#pragma GCC unroll 4
+            for (int u = 1; u < sets; u++) r = _mm512_add_ps(r, acc[u][h][c]);
+            r = _mm512_mul_ps(r, sv);
+            _mm512_mask_storeu_ps(s + (size_t)h * s_stride + 16 * c, m[c], r);
+            mxv[h] = _mm512_mask_max_ps(mxv[h], m[c], mxv[h], r);
+        }
 }
 
-static void avx512_attn_qk(const float *q, size_t q_stride, int nh, const float *k, size_t k_stride, int64_t npos,
+/* Up to 4 heads at a time; positions in tiles of 64 (four vectors, eight or more chains with two heads),
+ * the rest in one tile of up to four vectors, the dimensions split over accumulator sets when it is short. */
+INLINE void qk_heads(const float *q, size_t q_stride, int hn, const float *kt, size_t kt_stride, int64_t npos,
+                     int64_t d, __m512 sv, float *s, size_t s_stride, float *mx) {
+    __m512 mxv[4];
+#pragma GCC unroll 4
+    for (int h = 0; h < hn; h++) mxv[h] = _mm512_set1_ps(-INFINITY);
+    const __mmask16 full[4] = {0xffff, 0xffff, 0xffff, 0xffff};
+    int64_t p0 = 0;
+    for (; p0 + 64 <= npos; p0 += 64)
+        qk_tile(q, q_stride, hn, kt + (size_t)(p0 / 16) * kt_stride, kt_stride, 4, hn == 1 ? 2 : 1, d, full, sv, s + p0,
+                s_stride, mxv);
+    if (p0 < npos) { /* the last 1-63 positions: one tile of 1-4 vectors, the last one masked */
+        int64_t left = npos - p0;
+        kt += (size_t)(p0 / 16) * kt_stride;
+        int nv = (int)((left + 15) / 16);
+        __mmask16 m[4] = {0xffff, 0xffff, 0xffff, 0xffff};
+        m[nv - 1] = left % 16 ? (__mmask16)((1u << (left % 16)) - 1) : 0xffff;
+        if (nv == 1) qk_tile(q, q_stride, hn, kt, kt_stride, 1, 4, d, m, sv, s + p0, s_stride, mxv);
+        else if (nv == 2) qk_tile(q, q_stride, hn, kt, kt_stride, 2, 2, d, m, sv, s + p0, s_stride, mxv);
+        else if (nv == 3) qk_tile(q, q_stride, hn, kt, kt_stride, 3, hn == 1 ? 2 : 1, d, m, sv, s + p0, s_stride, mxv);
+        else qk_tile(q, q_stride, hn, kt, kt_stride, 4, hn == 1 ? 2 : 1, d, m, sv, s + p0, s_stride, mxv);
+    }
+#pragma GCC unroll 4
+    for (int h = 0; h < hn; h++) mx[h] = _mm512_reduce_max_ps(mxv[h]);
+}
+
+static void avx512_attn_qk(const float *q, size_t q_stride, int nh, const float *kt, size_t kt_stride, int64_t npos,
                            int64_t d, float scale, float *s, size_t s_stride, float *mx) {
-    /* the common head sizes as constants: the inner loop unrolls */
-    if (d == 64) qk_blocks(q, q_stride, nh, k, k_stride, npos, 64, scale, s, s_stride, mx);
-    else if (d == 128) qk_blocks(q, q_stride, nh, k, k_stride, npos, 128, scale, s, s_stride, mx);
-    else qk_blocks(q, q_stride, nh, k, k_stride, npos, d, scale, s, s_stride, mx);
+    const __m512 sv = _mm512_set1_ps(scale);
+    for (int h0 = 0; h0 < nh; h0 += 4) {
+        const float *qh = q + (size_t)h0 * q_stride;
+        float *sh = s + (size_t)h0 * s_stride;
+        switch (nh - h0) {
+        case 1: qk_heads(qh, q_stride, 1, kt, kt_stride, npos, d, sv, sh, s_stride, mx + h0); break;
+        case 2: qk_heads(qh, q_stride, 2, kt, kt_stride, npos, d, sv, sh, s_stride, mx + h0); break;
+        case 3: qk_heads(qh, q_stride, 3, kt, kt_stride, npos, d, sv, sh, s_stride, mx + h0); break;
+        default: qk_heads(qh, q_stride, 4, kt, kt_stride, npos, d, sv, sh, s_stride, mx + h0); break;
+        }
+    }
 }
 
 const kn_ops kn_avx512_ops = {"avx512", avx512_quantize_act, avx512_matmul, avx512_dot_f32, avx512_axpy_f32,
