@@ -467,6 +467,15 @@ static void test_attn_v(void) {
                         }
                     CHECK(bad == 0, "%s attn_v nh=%d d=%lld npos=%lld: %d wrong", g_tables[t]->name, nh, (long long)d,
                           (long long)np, bad);
+                    /* each head alone gives the same bits as among the others */
+                    int diff = 0;
+                    for (int h = 0; h < nh; h++) {
+                        float one[160];
+                        g_tables[t]->attn_v(w + (size_t)h * ws, ws, 1, v, vs, np, d, one, 160);
+                        for (int64_t j = 0; j < d; j++) diff += one[j] != o1[(size_t)h * os + (size_t)j];
+                    }
+                    CHECK(diff == 0, "%s attn_v nh=%d d=%lld npos=%lld: %d values differ from the heads alone",
+                          g_tables[t]->name, nh, (long long)d, (long long)np, diff);
                 }
     free(w), free(v), free(o0), free(o1);
 }
@@ -516,6 +525,16 @@ static void test_attn_qk(void) {
                     }
                     CHECK(bad == 0, "%s attn_qk nh=%d d=%lld npos=%lld: %d wrong", g_tables[t]->name, nh, (long long)d,
                           (long long)np, bad);
+                    /* each head alone gives the same bits as among the others (the batch decides nh) */
+                    int diff = 0;
+                    for (int h = 0; h < nh; h++) {
+                        float one[300], m1h;
+                        g_tables[t]->attn_qk(q + (size_t)h * qs, qs, 1, k, ks, np, d, 0.125f, one, 300, &m1h);
+                        for (int64_t p = 0; p < np; p++) diff += one[p] != s1[(size_t)h * ss + (size_t)p];
+                        diff += np > 0 && m1h != m1[h];
+                    }
+                    CHECK(diff == 0, "%s attn_qk nh=%d d=%lld npos=%lld: %d values differ from the heads alone",
+                          g_tables[t]->name, nh, (long long)d, (long long)np, diff);
                 }
     free(q), free(k), free(s0), free(s1);
 }

@@ -868,51 +868,32 @@ static float avx512_exp_sum(const float *x, float shift, float *y, int64_t n) {
 }
 
 /* hn (1..4, a constant after inlining, so the accumulators stay in registers) heads x 64 columns from
- * column j0; each value row is read once for the hn heads. One head alone keeps two accumulator sets (even
- * and odd positions) so that its four multiply-add chains do not wait on each other's latency. */
+ * column j0; each value row is read once for the hn heads. Each head's sums are taken in position order
+ * whatever hn is, so a head gives the same bits alone or beside others. */
 INLINE void v_tile(const float *w, size_t w_stride, int hn, const float *v, size_t v_stride, int64_t npos,
                    const __mmask16 m[4], int prefetch, float *out, size_t out_stride) {
-    const int sets = hn == 1 ? 2 : 1;
-    __m512 acc[4][4], acc2[4];
+    __m512 acc[4][4];
 #pragma GCC unroll 4
     for (int h = 0; h < 4; h++)
 #pragma GCC unroll 4
         for (int c = 0; c < 4; c++) acc[h][c] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < npos; p++) {
+        const float *vr = v + (size_t)p * v_stride;
+        if (prefetch) { /* strided value rows: the hardware prefetcher does not run ahead on them */
+            _mm_prefetch((const char *)(vr + 8 * v_stride), _MM_HINT_T0);
+            if (m[2]) _mm_prefetch((const char *)(vr + 8 * v_stride + 32), _MM_HINT_T0);
+        }
+        __m512 x0 = _mm512_maskz_loadu_ps(m[0], vr), x1 = _mm512_maskz_loadu_ps(m[1], vr + 16);
+        __m512 x2 = _mm512_maskz_loadu_ps(m[2], vr + 32), x3 = _mm512_maskz_loadu_ps(m[3], vr + 48);
 #pragma GCC unroll 4
-    for (int c = 0; c < 4; c++) acc2[c] = _mm512_setzero_ps();
-    int64_t p = 0;
-    for (; p + sets <= npos; p += sets) {
-#pragma GCC unroll 2
-        for (int u = 0; u < sets; u++) {
-            const float *vr = v + (size_t)(p + u) * v_stride;
-            if (prefetch) { /* strided value rows: the hardware prefetcher does not run ahead on them */
-                _mm_prefetch((const char *)(vr + 8 * v_stride), _MM_HINT_T0);
-                if (m[2]) _mm_prefetch((const char *)(vr + 8 * v_stride + 32), _MM_HINT_T0);
-            }
-            __m512 x0 = _mm512_maskz_loadu_ps(m[0], vr), x1 = _mm512_maskz_loadu_ps(m[1], vr + 16);
-            __m512 x2 = _mm512_maskz_loadu_ps(m[2], vr + 32), x3 = _mm512_maskz_loadu_ps(m[3], vr + 48);
-#pragma GCC unroll 4
-            for (int h = 0; h < hn; h++) {
-                __m512 a = _mm512_set1_ps(w[(size_t)h * w_stride + (size_t)(p + u)]);
-                __m512 *ac = u ? acc2 : acc[h];
-                ac[0] = _mm512_fmadd_ps(a, x0, ac[0]);
-                ac[1] = _mm512_fmadd_ps(a, x1, ac[1]);
-                ac[2] = _mm512_fmadd_ps(a, x2, ac[2]);
-                ac[3] = _mm512_fmadd_ps(a, x3, ac[3]);
-            }
+        for (int h = 0; h < hn; h++) {
+            __m512 a = _mm512_set1_ps(w[(size_t)h * w_stride + (size_t)p]);
+            acc[h][0] = _mm512_fmadd_ps(a, x0, acc[h][0]);
+            acc[h][1] = _mm512_fmadd_ps(a, x1, acc[h][1]);
+            acc[h][2] = _mm512_fmadd_ps(a, x2, acc[h][2]);
+            acc[h][3] = _mm512_fmadd_ps(a, x3, acc[h][3]);
         }
     }
-    if (p < npos) { /* hn == 1 and an odd count: the last position */
-        const float *vr = v + (size_t)p * v_stride;
-        __m512 a = _mm512_set1_ps(w[(size_t)p]);
-        acc[0][0] = _mm512_fmadd_ps(a, _mm512_maskz_loadu_ps(m[0], vr), acc[0][0]);
-        acc[0][1] = _mm512_fmadd_ps(a, _mm512_maskz_loadu_ps(m[1], vr + 16), acc[0][1]);
-        acc[0][2] = _mm512_fmadd_ps(a, _mm512_maskz_loadu_ps(m[2], vr + 32), acc[0][2]);
-        acc[0][3] = _mm512_fmadd_ps(a, _mm512_maskz_loadu_ps(m[3], vr + 48), acc[0][3]);
-    }
-    if (sets == 2)
-#pragma GCC unroll 4
-        for (int c = 0; c < 4; c++) acc[0][c] = _mm512_add_ps(acc[0][c], acc2[c]);
 #pragma GCC unroll 4
     for (int h = 0; h < hn; h++)
 #pragma GCC unroll 4
@@ -945,9 +926,11 @@ static void avx512_attn_v(const float *w, size_t w_stride, int nh, const float *
 }
 
 /* hn heads (1..4) x nv blocks of 16 positions (kt at the first, blocks kt_stride apart): for each key
- * dimension j, one vector of each block is loaded once and multiplied by each head's q[j]; with sets > 1 the dimensions are
- * split over that many accumulator sets (j mod sets), so short tiles still have enough independent
- * multiply-add chains. hn, nv and sets are constants after inlining: the accumulators stay in registers. */
+ * dimension j, one vector of each block is loaded once and multiplied by each head's q[j]; with sets > 1
+ * the dimensions are split over that many accumulator sets (j mod sets), so short tiles still have enough
+ * independent multiply-add chains. sets depends on nv only, never on hn, so a head's scores are the same
+ * bits alone or beside others. hn, nv and sets are constants after inlining: the accumulators stay in
+ * registers. */
 INLINE void qk_tile(const float *q, size_t q_stride, int hn, const float *kt, size_t kt_stride, int nv, int sets,
                     int64_t d, const __mmask16 *m, __m512 sv, float *s, size_t s_stride, __m512 *mxv) {
     __m512 acc[4][4][4]; /* [set][head][vector] */
@@ -995,8 +978,8 @@ INLINE void qk_tile(const float *q, size_t q_stride, int hn, const float *kt, si
         }
 }
 
-/* Up to 4 heads at a time; positions in tiles of 64 (four vectors, eight or more chains with two heads),
- * the rest in one tile of up to four vectors, the dimensions split over accumulator sets when it is short. */
+/* Up to 4 heads at a time; positions in tiles of 64 (four vectors), the rest in one tile of up to four
+ * vectors, the dimensions split over accumulator sets when it has one or two. */
 INLINE void qk_heads(const float *q, size_t q_stride, int hn, const float *kt, size_t kt_stride, int64_t npos,
                      int64_t d, __m512 sv, float *s, size_t s_stride, float *mx) {
     __m512 mxv[4];
@@ -1005,7 +988,7 @@ INLINE void qk_heads(const float *q, size_t q_stride, int hn, const float *kt, s
     const __mmask16 full[4] = {0xffff, 0xffff, 0xffff, 0xffff};
     int64_t p0 = 0;
     for (; p0 + 64 <= npos; p0 += 64)
-        qk_tile(q, q_stride, hn, kt + (size_t)(p0 / 16) * kt_stride, kt_stride, 4, hn == 1 ? 2 : 1, d, full, sv, s + p0,
+        qk_tile(q, q_stride, hn, kt + (size_t)(p0 / 16) * kt_stride, kt_stride, 4, 1, d, full, sv, s + p0,
                 s_stride, mxv);
     if (p0 < npos) { /* the last 1-63 positions: one tile of 1-4 vectors, the last one masked */
         int64_t left = npos - p0;
@@ -1015,8 +998,8 @@ INLINE void qk_heads(const float *q, size_t q_stride, int hn, const float *kt, s
         m[nv - 1] = left % 16 ? (__mmask16)((1u << (left % 16)) - 1) : 0xffff;
         if (nv == 1) qk_tile(q, q_stride, hn, kt, kt_stride, 1, 4, d, m, sv, s + p0, s_stride, mxv);
         else if (nv == 2) qk_tile(q, q_stride, hn, kt, kt_stride, 2, 2, d, m, sv, s + p0, s_stride, mxv);
-        else if (nv == 3) qk_tile(q, q_stride, hn, kt, kt_stride, 3, hn == 1 ? 2 : 1, d, m, sv, s + p0, s_stride, mxv);
-        else qk_tile(q, q_stride, hn, kt, kt_stride, 4, hn == 1 ? 2 : 1, d, m, sv, s + p0, s_stride, mxv);
+        else if (nv == 3) qk_tile(q, q_stride, hn, kt, kt_stride, 3, 1, d, m, sv, s + p0, s_stride, mxv);
+        else qk_tile(q, q_stride, hn, kt, kt_stride, 4, 1, d, m, sv, s + p0, s_stride, mxv);
     }
 #pragma GCC unroll 4
     for (int h = 0; h < hn; h++) mx[h] = _mm512_reduce_max_ps(mxv[h]);
