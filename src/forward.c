@@ -408,6 +408,15 @@ static void att_worker(void *arg, int chunk, int n_chunks, int tid) {
         const float *vb = c->vcache + head_off(c, j->layer, s, g);
         float *o = c->att + (size_t)i * h->n_head * hd + (size_t)h0 * hd;
         float mx[16];
+        /* The task's keys and values are two sequential streams that are often out of cache (four sequences'
+         * caches plus the weights pass through L3 every step): asking for all their lines at once keeps many
+         * misses in flight, where the hardware prefetcher ramps up stream by stream. Typing Q4_0 at B = 4, one
+         * thread: attention 0.210 -> 0.189 ms a step. */
+        {
+            size_t kbytes = (size_t)((npos + 15) / 16) * 16 * hd * sizeof(float), vbytes = (size_t)npos * hd * sizeof(float);
+            for (size_t b = 0; b < kbytes; b += 64) __builtin_prefetch((const char *)kb + b);
+            for (size_t b = 0; b < vbytes; b += 64) __builtin_prefetch((const char *)vb + b);
+        }
         for (int b = 0; b < nh; b++) {
             float *sb = sc + (size_t)b * mkv;
             /* scores (scaled) and their maximum, 16 heads per call */
@@ -424,10 +433,15 @@ static void att_worker(void *arg, int chunk, int n_chunks, int tid) {
 /* ---- small row operations (cheap next to the matrix products) ------------------------------------- */
 
 static void rms_norm(float *y, const float *x, const float *w, int n, float eps) {
-    double ss = 0.0;
-    for (int i = 0; i < n; i++) ss += (double)x[i] * x[i];
+    /* four partial sums: one chain of dependent double adds cost 4 cycles an element (2 us per row of 512) */
+    double s4[4] = {0, 0, 0, 0};
+    int i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int u = 0; u < 4; u++) s4[u] += (double)x[i + u] * x[i + u];
+    for (; i < n; i++) s4[0] += (double)x[i] * x[i];
+    double ss = (s4[0] + s4[1]) + (s4[2] + s4[3]);
     float r = (float)(1.0 / sqrt(ss / n + eps));
-    for (int i = 0; i < n; i++) y[i] = x[i] * r * w[i];
+    for (i = 0; i < n; i++) y[i] = x[i] * r * w[i];
 }
 
 static void rope(float *v, const float *cs, int hd, int neox) {
@@ -555,7 +569,7 @@ laya_status laya_decode(laya_context *c, laya_batch bt) {
         prof_mark(c, FP_ATTN);
         matmul1(c, &L->wo, c->xn, (size_t)d, c->att, n);
         prof_mark(c, FP_WO);
-        for (size_t e = 0; e < (size_t)n * d; e++) c->x[e] += c->xn[e];
+        m->kn->axpy_f32(c->x, 1.0f, c->xn, (int64_t)n * d); /* residual: x += xn (fma by 1: the exact sum) */
 
         /* feed-forward: down(silu(gate(x)) * up(x)) */
         for (int i = 0; i < n; i++) rms_norm(c->xn + (size_t)i * d, c->x + (size_t)i * d, L->ffn_norm, d, h->norm_eps);
@@ -569,7 +583,7 @@ laya_status laya_decode(laya_context *c, laya_batch bt) {
         prof_mark(c, FP_GATEUP);
         matmul1(c, &L->w_down, c->xn, (size_t)d, c->gate, n);
         prof_mark(c, FP_DOWN);
-        for (size_t e = 0; e < (size_t)n * d; e++) c->x[e] += c->xn[e];
+        m->kn->axpy_f32(c->x, 1.0f, c->xn, (int64_t)n * d); /* residual: x += xn (fma by 1: the exact sum) */
     }
 
     /* Output layer only for the rows that asked for logits; rows that asked for their hidden state keep it
