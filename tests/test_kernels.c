@@ -245,6 +245,10 @@ static void test_matmul(void) {
     /* K beyond one chunk of converted activation scales */
     check_case(QT_Q8_0, 16480, 5, 9, 0, 5);
     check_case(QT_Q4_0, 16480, 5, 3, 1, 4);
+    check_case(QT_Q4_0, 16480, 19, 7, 1, 18);
+    /* the AVX-512 rows-in-lanes kernel (5 <= B < 16): more than one 8-row tile, partial 16-row panels */
+    check_case(QT_Q4_0, 896, 40, 15, 3, 37);
+    check_case(QT_Q8_0, 2080, 33, 12, 0, 33);
     /* prefill-sized batches (the AVX-512 16-row panel path): partial panels, ranges off the 16-row grid,
      * several K chunks, more activation rows than one shared panel serves */
     for (int q = 0; q < 2; q++) {
@@ -370,6 +374,40 @@ static void test_matmul_mlx(void) {
     /* empty ranges write nothing */
     check_mlx_case(4, 64, QT_F16, 128, 3, 2, 2, 2, 128);
     check_mlx_case(8, 128, QT_BF16, 256, 3, 0, 0, 3, 256);
+}
+
+/* Q8_0 / Q4_0 for batches of 5 to 15 rows (the AVX-512 rows-in-lanes kernel's range once it is on, see
+ * RL_MIN_B): each output's bits depend only on its weight row and activation row, not on B, the row's place
+ * among the register tiles, or the row range a thread was given. */
+static void test_small_batch_invariance(void) {
+    static const int64_t Ks[] = {32, 96, 512, 2080, 6176};
+    for (int q = 0; q < 2; q++)
+        for (size_t ki = 0; ki < sizeof Ks / sizeof *Ks; ki++) {
+            uint32_t type = q ? QT_Q8_0 : QT_Q4_0;
+            int64_t K = Ks[ki], N = 37;
+            size_t wrb = qt_row_bytes(type, K), arb = kn_act_row_bytes(type, K);
+            uint8_t *W = malloc(wrb * (size_t)N), *act = malloc(arb * 15);
+            float *x = malloc((size_t)K * sizeof(float)), *y5 = malloc(15 * (size_t)N * sizeof(float));
+            float *yb = malloc(15 * (size_t)N * sizeof(float));
+            fill_weights(type, W, N, K);
+            for (int b = 0; b < 15; b++) {
+                fill_act(x, K, (int)(rnd() % 3));
+                kn_ref_ops.quantize_act(type, x, act + (size_t)b * arb, K);
+            }
+            for (int t = 1; t < g_ntables; t++) {
+                const kn_ops *k = g_tables[t];
+                /* rows 0-4, 5-9 and 10-14 as three batches of 5, then all 15 at once over two row ranges */
+                for (int b0 = 0; b0 < 15; b0 += 5)
+                    k->matmul(type, W, wrb, act + (size_t)b0 * arb, arb, 5, K, 0, N, y5 + (size_t)b0 * N, (size_t)N);
+                k->matmul(type, W, wrb, act, arb, 15, K, 0, 16, yb, (size_t)N);
+                k->matmul(type, W, wrb, act, arb, 15, K, 16, N, yb, (size_t)N);
+                int bad = 0;
+                for (size_t i = 0; i < 15 * (size_t)N; i++) bad += yb[i] != y5[i];
+                CHECK(bad == 0, "%s %s K=%lld: %d outputs of a batch of 15 differ from batches of 5", k->name,
+                      qt_get(type)->name, (long long)K, bad);
+            }
+            free(W), free(act), free(x), free(y5), free(yb);
+        }
 }
 
 static void test_f32_ops(void) {
@@ -587,5 +625,6 @@ int main(void) {
     test_nan_act();
     test_matmul();
     test_matmul_mlx();
+    test_small_batch_invariance();
     return DONE("test_kernels");
 }

@@ -516,6 +516,188 @@ __attribute__((noinline)) static void mm_q8_panel(uint32_t wt, const uint8_t *W,
     }
 }
 
+/* ---------------------------------------------------------------- Q8_0 / Q4_0, small batches: rows in lanes */
+
+/* For RL_MIN_B <= B < PANEL_MIN_B (decode steps of several sequences): sixteen weight rows in the sixteen 32-bit
+ * lanes, as in the panel kernel, but each block is regrouped in registers as it is used instead of into a
+ * panel in memory: the 16-byte quant runs of four rows go into the four 128-bit lanes of a vector (Q8_0:
+ * two such vectors, elements 0-15 and 16-31), and a 4x4 transpose of dwords within the 128-bit lanes (eight
+ * unpacks) leaves lane 4j+g holding row 4g+j. Then per block and activation row: eight vpdpbusd with the
+ * activation's dwords broadcast from memory, one convert, one multiply and one multiply-add serve sixteen
+ * rows, where the decode kernel above spends two vpdpbusd and three float operations on four rows' blocks
+ * (its float work is per activation row; here it is per sixteen weight rows). The weight scales of the
+ * sixteen rows come from one gather per block (copying them into lane order once per K chunk was slower).
+ *
+ * Float order, per output: the exact integer dot product of each block times dw * da (exact, two fp16
+ * values) is added by fma, in block order, to one of two chains, the even blocks' or the odd blocks'; each
+ * PKB blocks from block 0, even + odd is added to the output's running sum and the chains restart. The
+ * order does not depend on B, on the row's place in the batch or on the row range. */
+/* Off by default (16: never below the panel): this kernel's float order is the one the avxfix branch gives
+ * the decode kernel and the panel; until that branch is merged the decode kernel sums in another order, and
+ * outputs of one batch must not depend on B (tests/test_parity.c compares logits of a batch of 12 and of 2
+ * bit for bit). After the merge, 5: from 5 rows on it is faster (typing Q8_0, one thread: decode B = 8
+ * 3.68 -> 2.54 ms, prefill 8 tokens 2984 -> 4295 tok/s); at B = 4 both take the same time and at 2 the
+ * decode kernel is faster. Checked bit for bit against that branch's decode kernel (B = 1) and panel for
+ * B = 5..15, K = 32 ... 6176 (Q4_0, Q8_0). */
+#ifndef RL_MIN_B
+#define RL_MIN_B PANEL_MIN_B
+#endif
+#define RL_KC 192 /* blocks per K chunk (K up to 6144 per pass): scales and corrections 1.5 KB per row */
+#define RL_B 8    /* activation rows per register tile: even and odd chains, 16 vectors */
+
+static const int32_t g_rl_unperm[16] __attribute__((aligned(64))) = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
+
+/* In-lane 4x4 transpose of dwords: x[g] 128-bit lane j dword u -> x[u] 128-bit lane j dword g. */
+INLINE void tr4x4(__m512i x[4]) {
+    __m512i t0 = _mm512_unpacklo_epi32(x[0], x[1]), t1 = _mm512_unpackhi_epi32(x[0], x[1]);
+    __m512i t2 = _mm512_unpacklo_epi32(x[2], x[3]), t3 = _mm512_unpackhi_epi32(x[2], x[3]);
+    x[0] = _mm512_unpacklo_epi64(t0, t2), x[1] = _mm512_unpackhi_epi64(t0, t2);
+    x[2] = _mm512_unpacklo_epi64(t1, t3), x[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
+/* 16 bytes at p + o[4g + j] + at into 128-bit lane j of v[g]. */
+INLINE void rl_load(const uint8_t *p, const size_t *o, int at, __m512i v[4]) {
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; g++) {
+        __m512i z = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(p + o[4 * g] + at)));
+        z = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(p + o[4 * g + 1] + at)), 1);
+        z = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(p + o[4 * g + 2] + at)), 2);
+        v[g] = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(p + o[4 * g + 3] + at)), 3);
+    }
+}
+
+/* Block at p of 16 rows (row r at p + o[r]; gidx: the same offsets in lane order): w[t] lane 4j+g = the
+ * unsigned weight bytes of elements 4t..4t+3 of row 4g+j's block; dw = its scale. */
+INLINE void rl_block(uint32_t wt, const uint8_t *p, const size_t *o, __m512i gidx, __m512i w[8], __m512 *dw) {
+    __m512i a[4];
+    rl_load(p, o, 2, a);
+    tr4x4(a);
+    if (wt == QT_Q4_0) {
+        const __m512i m4 = _mm512_set1_epi8(15);
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++) {
+            w[u] = _mm512_and_si512(a[u], m4);
+            w[4 + u] = _mm512_and_si512(_mm512_srli_epi16(a[u], 4), m4);
+        }
+    } else {
+        const __m512i flip = _mm512_set1_epi8((char)0x80);
+        __m512i b[4];
+        rl_load(p, o, 18, b);
+        tr4x4(b);
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++) w[u] = _mm512_xor_si512(a[u], flip), w[4 + u] = _mm512_xor_si512(b[u], flip);
+    }
+    *dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(gidx, (const void *)p, 1)));
+}
+
+/* chain[b] += block i's products for nb activation rows (a[b]: activation row b's block i). */
+INLINE void rl_step(int nb, const __m512i w[8], __m512 dw, const uint8_t *const *a, const float *da,
+                    const int32_t *corr, size_t stride, __m512 *chain) {
+#pragma GCC unroll 8
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *qs = a[b] + 2;
+        /* two chains of four: vpdpbusd's latency would otherwise bound the loop */
+        __m512i s2[2] = {_mm512_set1_epi32(corr[(size_t)b * stride]), _mm512_setzero_si512()};
+#pragma GCC unroll 8
+        for (int t = 0; t < 8; t++) {
+            int32_t v;
+            memcpy(&v, qs + 4 * t, 4);
+            s2[t & 1] = _mm512_dpbusd_epi32(s2[t & 1], w[t], _mm512_set1_epi32(v));
+        }
+        __m512i sum = _mm512_add_epi32(s2[0], s2[1]);
+        chain[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, _mm512_set1_ps(da[(size_t)b * stride])), chain[b]);
+    }
+}
+
+/* 16 rows (o, gidx; the next panel's rows at next) x nb activation rows (act, arb) over the nk blocks of the K chunk starting at block k0
+ * (a multiple of PKB); run[b] (row order) gets each PKB chunk's even + odd. */
+INLINE void rl_tile(uint32_t wt, int nb, const uint8_t *W, const uint8_t *next, const size_t *o, __m512i gidx, const uint8_t *act,
+                    size_t arb, int64_t k0, int64_t nk, const float (*da)[RL_KC], const int32_t (*corr)[RL_KC],
+                    __m512 *run) {
+    const size_t bsz = wt == QT_Q8_0 ? sizeof(block_q8_0) : sizeof(block_q4_0);
+    const __m512i unperm = _mm512_load_si512((const void *)g_rl_unperm);
+    for (int64_t c0 = 0; c0 < nk; c0 += PKB) {
+        int64_t c1 = LAYA_MIN(nk, c0 + PKB);
+        __m512 ev[RL_B], od[RL_B];
+#pragma GCC unroll 8
+        for (int b = 0; b < nb; b++) ev[b] = _mm512_setzero_ps(), od[b] = _mm512_setzero_ps();
+        for (int64_t i = c0; i < c1; i++) {
+            const uint8_t *p = W + (size_t)(k0 + i) * bsz;
+            /* The sixteen rows are read as sixteen interleaved streams, which the hardware prefetcher does
+             * not keep ahead of (typing Q8_0 at B = 8 ran at half the decode kernel's speed with the weights
+             * out of L2); the next panel, the 16 * wrb bytes after this one, is prefetched as one stream
+             * instead, 16 * bsz bytes a block. */
+            const char *pf = (const char *)next + (size_t)(k0 + i) * 16 * bsz;
+            for (size_t q = 0; q < 16 * bsz; q += 64) _mm_prefetch(pf + q, _MM_HINT_T0);
+            __m512i w[8];
+            __m512 dw;
+            rl_block(wt, p, o, gidx, w, &dw);
+            const uint8_t *a[RL_B];
+#pragma GCC unroll 8
+            for (int b = 0; b < nb; b++) a[b] = act + (size_t)b * arb + (size_t)(k0 + i) * sizeof(block_q8_0);
+            if (i & 1) rl_step(nb, w, dw, a, &da[0][i], &corr[0][i], RL_KC, od);
+            else rl_step(nb, w, dw, a, &da[0][i], &corr[0][i], RL_KC, ev);
+        }
+#pragma GCC unroll 8
+        for (int b = 0; b < nb; b++)
+            run[b] = _mm512_add_ps(run[b], _mm512_permutexvar_ps(unperm, _mm512_add_ps(ev[b], od[b])));
+    }
+}
+
+__attribute__((noinline)) static void mm_q8_rows(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act,
+                                                 size_t arb, int B, int64_t K, int64_t r0, int64_t r1, float *y,
+                                                 size_t ldy) {
+    const int off = wt == QT_Q8_0 ? 128 : 8;
+    const int64_t nb_k = K / 32;
+    float da[PANEL_MIN_B][RL_KC];
+    int32_t corr[PANEL_MIN_B][RL_KC];
+    for (int64_t k0 = 0; k0 < nb_k; k0 += RL_KC) {
+        int64_t nk = LAYA_MIN(RL_KC, nb_k - k0);
+        for (int b = 0; b < B; b++) {
+            const block_q8_0 *ab = (const block_q8_0 *)(act + (size_t)b * arb) + k0;
+            for (int64_t i = 0; i < nk; i++) {
+                /* the byte sum via unsigned bytes: sum(a) = sum(a ^ 0x80) - 32 * 128 */
+                __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)ab[i].qs), _mm256_set1_epi8((char)0x80));
+                __m256i s4 = _mm256_sad_epu8(v, _mm256_setzero_si256());
+                __m128i s2 = _mm_add_epi64(_mm256_castsi256_si128(s4), _mm256_extracti128_si256(s4, 1));
+                int sum = (int)(_mm_cvtsi128_si64(s2) + _mm_extract_epi64(s2, 1)) - 32 * 128;
+                corr[b][i] = -off * sum;
+                da[b][i] = _cvtsh_ss(ab[i].d);
+            }
+        }
+        for (int64_t row0 = r0; row0 < r1; row0 += 16) {
+            int64_t nrows = LAYA_MIN(16, r1 - row0);
+            const uint8_t *Wr = W + (size_t)row0 * wrb;
+            size_t o[16];
+            int32_t go[16];
+            for (int r = 0; r < 16; r++) o[r] = (size_t)LAYA_MIN(r, nrows - 1) * wrb;
+            for (int l = 0; l < 16; l++) go[l] = (int32_t)o[4 * (l % 4) + l / 4]; /* lane 4j+g: row 4g+j */
+            const __m512i gidx = _mm512_loadu_si512((const void *)go);
+            const __mmask16 m = nrows == 16 ? 0xffff : (__mmask16)((1u << nrows) - 1);
+            for (int b0 = 0; b0 < B; b0 += RL_B) {
+                int nb = LAYA_MIN(RL_B, B - b0);
+                __m512 run[RL_B];
+                for (int b = 0; b < nb; b++) {
+                    float *yp = y + (size_t)(b0 + b) * ldy + (size_t)row0;
+                    run[b] = k0 > 0 ? _mm512_maskz_loadu_ps(m, yp) : _mm512_setzero_ps();
+                }
+                const uint8_t *ab = act + (size_t)b0 * arb;
+                switch (nb) {
+                case 1: rl_tile(wt, 1, Wr, Wr + 16 * wrb, o, gidx, ab, arb, k0, nk, da + b0, corr + b0, run); break;
+                case 2: rl_tile(wt, 2, Wr, Wr + 16 * wrb, o, gidx, ab, arb, k0, nk, da + b0, corr + b0, run); break;
+                case 3: rl_tile(wt, 3, Wr, Wr + 16 * wrb, o, gidx, ab, arb, k0, nk, da + b0, corr + b0, run); break;
+                case 4: rl_tile(wt, 4, Wr, Wr + 16 * wrb, o, gidx, ab, arb, k0, nk, da + b0, corr + b0, run); break;
+                case 5: rl_tile(wt, 5, Wr, Wr + 16 * wrb, o, gidx, ab, arb, k0, nk, da + b0, corr + b0, run); break;
+                case 6: rl_tile(wt, 6, Wr, Wr + 16 * wrb, o, gidx, ab, arb, k0, nk, da + b0, corr + b0, run); break;
+                case 7: rl_tile(wt, 7, Wr, Wr + 16 * wrb, o, gidx, ab, arb, k0, nk, da + b0, corr + b0, run); break;
+                default: rl_tile(wt, 8, Wr, Wr + 16 * wrb, o, gidx, ab, arb, k0, nk, da + b0, corr + b0, run); break;
+                }
+                for (int b = 0; b < nb; b++) _mm512_mask_storeu_ps(y + (size_t)(b0 + b) * ldy + (size_t)row0, m, run[b]);
+            }
+        }
+    }
+}
+
 /* ---------------------------------------------------------------- Q4_K / Q6_K weights x q8_K */
 
 /* One weight row at a time; a 512-bit vector covers 64 elements. maddubs (unsigned weight x signed
@@ -803,6 +985,7 @@ static void avx512_matmul(uint32_t wtype, const void *W, size_t w_row_bytes, con
     case QT_Q8_0:
     case QT_Q4_0:
         if (B >= PANEL_MIN_B) mm_q8_panel(wtype, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy);
+        else if (B >= RL_MIN_B) mm_q8_rows(wtype, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy);
         else if (wtype == QT_Q8_0) mm_q8(QT_Q8_0, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy);
         else mm_q8(QT_Q4_0, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy);
         return;
