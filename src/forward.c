@@ -378,10 +378,41 @@ static void matmul1(laya_context *c, const lm_mat *w, float *y, size_t ldy, cons
 
 typedef struct att_job {
     laya_context *c;
+    const lm_layer *L;
     int layer, n;
     const int32_t *seq;
     int heads_per_task;
+    int fused; /* each task first prepares its token's KV head (qkv_head): no token reads another's */
 } att_job;
+
+static void rms_norm(float *y, const float *x, const float *w, int n, float eps);
+static void rope(float *v, const float *cs, int hd, int neox);
+
+/* Token i's KV head g after the q/k/v projections: biases, q/k norms and RoPE on the group's query heads
+ * and on the key head, then the key and value into the cache at the token's position. */
+static void qkv_head(laya_context *c, const lm_layer *L, int il, int i, int seq, int g) {
+    const lm_hparams *h = &c->m->hp;
+    const int hd = h->head_dim, group = h->n_head / h->n_head_kv;
+    float *q = c->q + ((size_t)i * h->n_head + (size_t)g * group) * hd;
+    float *k = c->k + (size_t)i * c->kv_dim + (size_t)g * hd, *v = c->v + (size_t)i * c->kv_dim + (size_t)g * hd;
+    if (L->bq) {
+        const float *bq = L->bq + (size_t)g * group * hd, *bk = L->bk + (size_t)g * hd, *bv = L->bv + (size_t)g * hd;
+        for (int e = 0; e < group * hd; e++) q[e] += bq[e];
+        for (int e = 0; e < hd; e++) k[e] += bk[e];
+        for (int e = 0; e < hd; e++) v[e] += bv[e];
+    }
+    const float *cs = c->rope_cs + (size_t)c->pos[i] * hd;
+    for (int hh = 0; hh < group; hh++) {
+        if (L->q_norm) rms_norm(q + hh * hd, q + hh * hd, L->q_norm, hd, h->norm_eps);
+        rope(q + hh * hd, cs, hd, h->rope_neox);
+    }
+    if (L->k_norm) rms_norm(k, k, L->k_norm, hd, h->norm_eps);
+    rope(k, cs, hd, h->rope_neox);
+    size_t off = head_off(c, il, seq, g);
+    float *kt = c->kcache + off + (size_t)(c->pos[i] / 16 * 16) * hd + c->pos[i] % 16;
+    for (int e = 0; e < hd; e++) kt[e * 16] = k[e];
+    memcpy(c->vcache + off + (size_t)c->pos[i] * hd, v, (size_t)hd * sizeof(float));
+}
 
 /* A task is one batch token, one KV head and a slice of the query heads that share it (all of them unless
  * there are too few tasks for the threads). The slice's scores against every cached key are one F32 matrix
@@ -403,6 +434,7 @@ static void att_worker(void *arg, int chunk, int n_chunks, int tid) {
         int i = (int)(t / ((int64_t)h->n_head_kv * slices)), r = (int)(t % ((int64_t)h->n_head_kv * slices));
         int g = r / slices, h0 = g * group + (r % slices) * hs, nh = LAYA_MIN(hs, (g + 1) * group - h0);
         int s = j->seq[i], npos = c->pos[i] + 1; /* causal: positions 0..pos[i] */
+        if (j->fused) qkv_head(c, j->L, j->layer, i, s, g);
         const float *q = c->q + (size_t)i * h->n_head * hd + (size_t)h0 * hd;
         const float *kb = c->kcache + head_off(c, j->layer, s, g);
         const float *vb = c->vcache + head_off(c, j->layer, s, g);
@@ -529,29 +561,15 @@ laya_status laya_decode(laya_context *c, laya_batch bt) {
             matmul_multi(c, 3, ws, ys, ls, c->xn, n, 0);
         }
         prof_mark(c, FP_QKV);
-        for (int i = 0; i < n; i++) {
-            float *q = c->q + (size_t)i * qd, *k = c->k + (size_t)i * kvd, *v = c->v + (size_t)i * kvd;
-            if (L->bq) {
-                for (int e = 0; e < qd; e++) q[e] += L->bq[e];
-                for (int e = 0; e < kvd; e++) k[e] += L->bk[e];
-                for (int e = 0; e < kvd; e++) v[e] += L->bv[e];
-            }
-            const float *cs = c->rope_cs + (size_t)c->pos[i] * hd;
-            for (int hh = 0; hh < h->n_head; hh++) {
-                if (L->q_norm) rms_norm(q + hh * hd, q + hh * hd, L->q_norm, hd, h->norm_eps);
-                rope(q + hh * hd, cs, hd, h->rope_neox);
-            }
-            for (int hh = 0; hh < h->n_head_kv; hh++) {
-                if (L->k_norm) rms_norm(k + hh * hd, k + hh * hd, L->k_norm, hd, h->norm_eps);
-                rope(k + hh * hd, cs, hd, h->rope_neox);
-            }
-            for (int hh = 0; hh < h->n_head_kv; hh++) {
-                size_t off = head_off(c, il, bt.seq[i], hh);
-                float *kt = c->kcache + off + (size_t)(c->pos[i] / 16 * 16) * hd + c->pos[i] % 16;
-                for (int e = 0; e < hd; e++) kt[e * 16] = k[hh * hd + e];
-                memcpy(c->vcache + off + (size_t)c->pos[i] * hd, v + (size_t)hh * hd, (size_t)hd * sizeof(float));
-            }
-        }
+        /* When no token of the batch attends to another (all in different sequences: decode steps), each
+         * attention task prepares its own token's KV head, on whichever thread runs it; otherwise (a prefill)
+         * every key and value must be in the cache first. */
+        int fused = 1;
+        for (int i = 1; i < n && fused; i++)
+            for (int k = 0; k < i; k++) fused &= bt.seq[k] != bt.seq[i];
+        if (!fused)
+            for (int i = 0; i < n; i++)
+                for (int g = 0; g < h->n_head_kv; g++) qkv_head(c, L, il, i, bt.seq[i], g);
         {
             /* whole query-head groups per task, unless that leaves fewer than two tasks per thread */
             int group = h->n_head / h->n_head_kv, nt = lp_n_threads(c->pool), hs = group;
@@ -560,7 +578,10 @@ laya_status laya_decode(laya_context *c, laya_batch bt) {
                 int64_t slices = LAYA_MIN((int64_t)group, (2 * nt + kv_tasks - 1) / kv_tasks);
                 hs = (int)((group + slices - 1) / slices);
             }
-            att_job aj = {.c = c, .layer = il, .n = n, .seq = bt.seq, .heads_per_task = hs};
+            if (hs < group && fused) /* a KV head split over tasks: prepared once, beforehand */
+                for (int i = 0; i < n; i++)
+                    for (int g = 0; g < h->n_head_kv; g++) qkv_head(c, L, il, i, bt.seq[i], g);
+            att_job aj = {.c = c, .L = L, .layer = il, .n = n, .seq = bt.seq, .heads_per_task = hs, .fused = fused && hs == group};
             int64_t tasks = kv_tasks * ((group + hs - 1) / hs);
             /* Causal attention: a prefill's last tokens cost the most, so chunks are small enough that the
              * heaviest, claimed last, leaves little imbalance. */
