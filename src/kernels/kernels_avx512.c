@@ -590,6 +590,14 @@ INLINE void rl_block(uint32_t wt, const uint8_t *p, const size_t *o, __m512i gid
     *dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(gidx, (const void *)p, 1)));
 }
 
+/* vpdpbusd with the signed operand a dword broadcast from memory ({1to16}: the load port broadcasts).
+ * GCC 12 folds _mm512_set1_epi32 of a load into fma's memory operand but not into vpdpbusd's, and the
+ * separate vpbroadcastd competes with vpdpbusd for the vector ports. */
+INLINE __m512i dpbusd_bcast(__m512i s, __m512i u, const uint8_t *p) {
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(s) : "v"(u), "m"(*(const int32_t(*)[1])p));
+    return s;
+}
+
 /* chain[b] += block i's products for nb activation rows (a[b]: activation row b's block i). */
 INLINE void rl_step(int nb, const __m512i w[8], __m512 dw, const uint8_t *const *a, const float *da,
                     const int32_t *corr, size_t stride, __m512 *chain) {
@@ -599,11 +607,7 @@ INLINE void rl_step(int nb, const __m512i w[8], __m512 dw, const uint8_t *const 
         /* two chains of four: vpdpbusd's latency would otherwise bound the loop */
         __m512i s2[2] = {_mm512_set1_epi32(corr[(size_t)b * stride]), _mm512_setzero_si512()};
 #pragma GCC unroll 8
-        for (int t = 0; t < 8; t++) {
-            int32_t v;
-            memcpy(&v, qs + 4 * t, 4);
-            s2[t & 1] = _mm512_dpbusd_epi32(s2[t & 1], w[t], _mm512_set1_epi32(v));
-        }
+        for (int t = 0; t < 8; t++) s2[t & 1] = dpbusd_bcast(s2[t & 1], w[t], qs + 4 * t);
         __m512i sum = _mm512_add_epi32(s2[0], s2[1]);
         chain[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, _mm512_set1_ps(da[(size_t)b * stride])), chain[b]);
     }
