@@ -246,6 +246,10 @@ static void test_matmul(void) {
     /* K beyond one chunk of converted activation scales */
     check_case(QT_Q8_0, 16480, 5, 9, 0, 5);
     check_case(QT_Q4_0, 16480, 5, 3, 1, 4);
+    check_case(QT_Q4_0, 16480, 19, 7, 1, 18);
+    /* the AVX-512 rows-in-lanes kernel (5 <= B < 16): more than one 8-row tile, partial 16-row panels */
+    check_case(QT_Q4_0, 896, 40, 15, 3, 37);
+    check_case(QT_Q8_0, 2080, 33, 12, 0, 33);
     /* prefill-sized batches (the AVX-512 16-row panel path): partial panels, ranges off the 16-row grid,
      * several K chunks, more activation rows than one shared panel serves */
     for (int q = 0; q < 2; q++) {
@@ -501,6 +505,40 @@ static void test_invariance(void) {
     check_invariance_attn();
 }
 
+/* Q8_0 / Q4_0 for batches of 5 to 15 rows (the AVX-512 rows-in-lanes kernel's range once it is on, see
+ * RL_MIN_B): each output's bits depend only on its weight row and activation row, not on B, the row's place
+ * among the register tiles, or the row range a thread was given. */
+static void test_small_batch_invariance(void) {
+    static const int64_t Ks[] = {32, 96, 512, 2080, 6176};
+    for (int q = 0; q < 2; q++)
+        for (size_t ki = 0; ki < sizeof Ks / sizeof *Ks; ki++) {
+            uint32_t type = q ? QT_Q8_0 : QT_Q4_0;
+            int64_t K = Ks[ki], N = 37;
+            size_t wrb = qt_row_bytes(type, K), arb = kn_act_row_bytes(type, K);
+            uint8_t *W = malloc(wrb * (size_t)N), *act = malloc(arb * 15);
+            float *x = malloc((size_t)K * sizeof(float)), *y5 = malloc(15 * (size_t)N * sizeof(float));
+            float *yb = malloc(15 * (size_t)N * sizeof(float));
+            fill_weights(type, W, N, K);
+            for (int b = 0; b < 15; b++) {
+                fill_act(x, K, (int)(rnd() % 3));
+                kn_ref_ops.quantize_act(type, x, act + (size_t)b * arb, K);
+            }
+            for (int t = 1; t < g_ntables; t++) {
+                const kn_ops *k = g_tables[t];
+                /* rows 0-4, 5-9 and 10-14 as three batches of 5, then all 15 at once over two row ranges */
+                for (int b0 = 0; b0 < 15; b0 += 5)
+                    k->matmul(type, W, wrb, act + (size_t)b0 * arb, arb, 5, K, 0, N, y5 + (size_t)b0 * N, (size_t)N);
+                k->matmul(type, W, wrb, act, arb, 15, K, 0, 16, yb, (size_t)N);
+                k->matmul(type, W, wrb, act, arb, 15, K, 16, N, yb, (size_t)N);
+                int bad = 0;
+                for (size_t i = 0; i < 15 * (size_t)N; i++) bad += yb[i] != y5[i];
+                CHECK(bad == 0, "%s %s K=%lld: %d outputs of a batch of 15 differ from batches of 5", k->name,
+                      qt_get(type)->name, (long long)K, bad);
+            }
+            free(W), free(act), free(x), free(y5), free(yb);
+        }
+}
+
 static void test_f32_ops(void) {
     static const int64_t ns[] = {0, 1, 3, 7, 8, 15, 16, 17, 31, 63, 64, 65, 100, 1000, 4867};
     float *a = malloc(5000 * sizeof(float)), *b = malloc(5000 * sizeof(float));
@@ -596,22 +634,32 @@ static void test_attn_v(void) {
                         }
                     CHECK(bad == 0, "%s attn_v nh=%d d=%lld npos=%lld: %d wrong", g_tables[t]->name, nh, (long long)d,
                           (long long)np, bad);
+                    /* each head alone gives the same bits as among the others */
+                    int diff = 0;
+                    for (int h = 0; h < nh; h++) {
+                        float one[160];
+                        g_tables[t]->attn_v(w + (size_t)h * ws, ws, 1, v, vs, np, d, one, 160);
+                        for (int64_t j = 0; j < d; j++) diff += one[j] != o1[(size_t)h * os + (size_t)j];
+                    }
+                    CHECK(diff == 0, "%s attn_v nh=%d d=%lld npos=%lld: %d values differ from the heads alone",
+                          g_tables[t]->name, nh, (long long)d, (long long)np, diff);
                 }
     free(w), free(v), free(o0), free(o1);
 }
 
 /* attn_qk: every table's scaled scores equal the reference's (relative to the sum of |terms|) and so does
- * each head's maximum, for head sizes and position counts around the 16-wide tiles; nothing past nh heads
- * or npos positions is written. */
+ * each head's maximum, for head counts around the 4-head tiles, head sizes, and position counts around the
+ * 16- and 64-wide tiles (keys in blocks of 16 positions, dimension-major: dimension j of position p at
+ * k[(p / 16) * ks + j * 16 + p % 16]); nothing past nh heads or npos positions is written. */
 static void test_attn_qk(void) {
-    static const int nhs[] = {1, 2, 3, 5, 16};
-    static const int64_t ds[] = {1, 8, 16, 31, 64, 65, 128};
-    static const int64_t nps[] = {0, 1, 2, 15, 16, 17, 33, 300};
-    const size_t qs = 160, ks = 200, ss = 320;
-    float *q = malloc(17 * qs * sizeof(float)), *k = malloc(300 * ks * sizeof(float));
+    static const int nhs[] = {1, 2, 3, 4, 5, 7, 16};
+    static const int64_t ds[] = {1, 3, 8, 16, 31, 64, 65, 128};
+    static const int64_t nps[] = {0, 1, 2, 15, 16, 17, 33, 63, 64, 65, 129, 300};
+    const size_t qs = 160, ks = 16 * 128 + 16, ss = 320, nblk = 19; /* 300 positions */
+    float *q = malloc(17 * qs * sizeof(float)), *k = malloc(nblk * ks * sizeof(float));
     float *s0 = malloc(17 * ss * sizeof(float)), *s1 = malloc(17 * ss * sizeof(float));
     for (size_t i = 0; i < 17 * qs; i++) q[i] = frnd();
-    for (size_t i = 0; i < 300 * ks; i++) k[i] = frnd() * 2;
+    for (size_t i = 0; i < nblk * ks; i++) k[i] = frnd() * 2;
     for (int t = 1; t < g_ntables; t++)
         for (size_t a = 0; a < sizeof nhs / sizeof *nhs; a++)
             for (size_t b = 0; b < sizeof ds / sizeof *ds; b++)
@@ -633,7 +681,7 @@ static void test_attn_qk(void) {
                                 continue;
                             }
                             double mag = 0;
-                            for (int64_t j = 0; j < d; j++) mag += fabs((double)q[(size_t)h * qs + (size_t)j] * k[(size_t)p * ks + (size_t)j]);
+                            for (int64_t j = 0; j < d; j++) mag += fabs((double)q[(size_t)h * qs + (size_t)j] * k[(size_t)(p / 16) * ks + (size_t)j * 16 + (size_t)(p % 16)]);
                             mag *= 0.125;
                             mmag = mag > mmag ? mag : mmag;
                             bad += !(fabs((double)s0[i] - s1[i]) <= 1e-5 * mag + 1e-7);
@@ -644,6 +692,16 @@ static void test_attn_qk(void) {
                     }
                     CHECK(bad == 0, "%s attn_qk nh=%d d=%lld npos=%lld: %d wrong", g_tables[t]->name, nh, (long long)d,
                           (long long)np, bad);
+                    /* each head alone gives the same bits as among the others (the batch decides nh) */
+                    int diff = 0;
+                    for (int h = 0; h < nh; h++) {
+                        float one[300], m1h;
+                        g_tables[t]->attn_qk(q + (size_t)h * qs, qs, 1, k, ks, np, d, 0.125f, one, 300, &m1h);
+                        for (int64_t p = 0; p < np; p++) diff += one[p] != s1[(size_t)h * ss + (size_t)p];
+                        diff += np > 0 && m1h != m1[h];
+                    }
+                    CHECK(diff == 0, "%s attn_qk nh=%d d=%lld npos=%lld: %d values differ from the heads alone",
+                          g_tables[t]->name, nh, (long long)d, (long long)np, diff);
                 }
     free(q), free(k), free(s0), free(s1);
 }
@@ -697,5 +755,6 @@ int main(void) {
     test_matmul();
     test_matmul_mlx();
     test_invariance();
+    test_small_batch_invariance();
     return DONE("test_kernels");
 }

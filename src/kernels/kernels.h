@@ -18,9 +18,8 @@
  * K must be a multiple of the weight type's block size (the model loader checks this). */
 size_t kn_act_row_bytes(uint32_t wtype, int64_t K);
 /* s[h * s_stride + p] *= scale for h < nh, p < npos, and mx[h] = the maximum of head h's (scalar; for the
- * tables whose attn_qk is their F32 matmul followed by this). */
+ * tables whose attn_qk computes raw scores and then calls this). */
 void kn_scale_max(float *s, size_t s_stride, int nh, int64_t npos, float scale, float *mx);
-
 typedef struct kn_ops {
     const char *name; /* "scalar", "avx2", "avx512", "neon" */
 
@@ -58,10 +57,13 @@ typedef struct kn_ops {
      * overwritten). */
     void (*attn_v)(const float *w, size_t w_stride, int nh, const float *v, size_t v_stride, int64_t npos,
                    int64_t d, float *out, size_t out_stride);
-    /* Attention scores of nh query heads against keys they share: for h < nh and p < npos,
-     * s[h * s_stride + p] = scale * dot(q + h * q_stride, k + p * k_stride) over d elements, and
-     * mx[h] = the largest of them (-inf when npos is 0). */
-    void (*attn_qk)(const float *q, size_t q_stride, int nh, const float *k, size_t k_stride, int64_t npos,
+    /* Attention scores of nh query heads against keys they share. The keys are stored in blocks of 16
+     * positions, each block dimension-major: dimension j of position p at
+     * kt[(p / 16) * kt_stride + j * 16 + p % 16] (kt_stride >= 16 * d apart), so 16 positions are one
+     * vector per dimension, no horizontal sums are needed and a block is one sequential 64 d-byte read.
+     * For h < nh and p < npos: s[h * s_stride + p] = scale * sum over j < d of q[h * q_stride + j] * key(p, j),
+     * and mx[h] = the largest of them (-inf when npos is 0). */
+    void (*attn_qk)(const float *q, size_t q_stride, int nh, const float *kt, size_t kt_stride, int64_t npos,
                     int64_t d, float scale, float *s, size_t s_stride, float *mx);
 } kn_ops;
 

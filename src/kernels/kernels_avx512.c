@@ -595,6 +595,192 @@ __attribute__((noinline)) static void mm_q8_panel(uint32_t wt, const uint8_t *W,
     }
 }
 
+/* ---------------------------------------------------------------- Q8_0 / Q4_0, small batches: rows in lanes */
+
+/* For RL_MIN_B <= B < PANEL_MIN_B (decode steps of several sequences): sixteen weight rows in the sixteen 32-bit
+ * lanes, as in the panel kernel, but each block is regrouped in registers as it is used instead of into a
+ * panel in memory: the 16-byte quant runs of four rows go into the four 128-bit lanes of a vector (Q8_0:
+ * two such vectors, elements 0-15 and 16-31), and a 4x4 transpose of dwords within the 128-bit lanes (eight
+ * unpacks) leaves lane 4j+g holding row 4g+j. Then per block and activation row: eight vpdpbusd with the
+ * activation's dwords broadcast from memory, one convert, one multiply and one multiply-add serve sixteen
+ * rows, where the decode kernel above spends two vpdpbusd and three float operations on four rows' blocks
+ * (its float work is per activation row; here it is per sixteen weight rows). The weight scales of the
+ * sixteen rows come from one gather per block (copying them into lane order once per K chunk was slower).
+ *
+ * Float order, per output: the exact integer dot product of each block times dw * da (exact, two fp16
+ * values) is added by fma, in block order, to one of two chains, the even blocks' or the odd blocks'; each
+ * PKB blocks from block 0, even + odd is added to the output's running sum and the chains restart. The
+ * order does not depend on B, on the row's place in the batch or on the row range. */
+/* Off by default (16: never below the panel): this kernel's float order is the one the avxfix branch gives
+ * the decode kernel and the panel; until that branch is merged the decode kernel sums in another order, and
+ * outputs of one batch must not depend on B (tests/test_parity.c compares logits of a batch of 12 and of 2
+ * bit for bit). After the merge, 5: from 5 rows on it is faster (typing Q8_0, one thread: decode B = 8
+ * 3.68 -> 2.54 ms, prefill 8 tokens 2984 -> 4295 tok/s); at B = 4 both take the same time and at 2 the
+ * decode kernel is faster. Checked bit for bit against that branch's decode kernel (B = 1) and panel for
+ * B = 5..15, K = 32 ... 6176 (Q4_0, Q8_0). */
+#ifndef RL_MIN_B
+#define RL_MIN_B PANEL_MIN_B
+#endif
+#define RL_KC 192 /* blocks per K chunk (K up to 6144 per pass): scales and corrections 1.5 KB per row */
+#define RL_B 8    /* activation rows per register tile: even and odd chains, 16 vectors */
+
+static const int32_t g_rl_unperm[16] __attribute__((aligned(64))) = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
+
+/* In-lane 4x4 transpose of dwords: x[g] 128-bit lane j dword u -> x[u] 128-bit lane j dword g. */
+INLINE void tr4x4(__m512i x[4]) {
+    __m512i t0 = _mm512_unpacklo_epi32(x[0], x[1]), t1 = _mm512_unpackhi_epi32(x[0], x[1]);
+    __m512i t2 = _mm512_unpacklo_epi32(x[2], x[3]), t3 = _mm512_unpackhi_epi32(x[2], x[3]);
+    x[0] = _mm512_unpacklo_epi64(t0, t2), x[1] = _mm512_unpackhi_epi64(t0, t2);
+    x[2] = _mm512_unpacklo_epi64(t1, t3), x[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
+/* 16 bytes at p + o[4g + j] + at into 128-bit lane j of v[g]. */
+INLINE void rl_load(const uint8_t *p, const size_t *o, int at, __m512i v[4]) {
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; g++) {
+        __m512i z = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(p + o[4 * g] + at)));
+        z = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(p + o[4 * g + 1] + at)), 1);
+        z = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(p + o[4 * g + 2] + at)), 2);
+        v[g] = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(p + o[4 * g + 3] + at)), 3);
+    }
+}
+
+/* Block at p of 16 rows (row r at p + o[r]; gidx: the same offsets in lane order): w[t] lane 4j+g = the
+ * unsigned weight bytes of elements 4t..4t+3 of row 4g+j's block; dw = its scale. */
+INLINE void rl_block(uint32_t wt, const uint8_t *p, const size_t *o, __m512i gidx, __m512i w[8], __m512 *dw) {
+    __m512i a[4];
+    rl_load(p, o, 2, a);
+    tr4x4(a);
+    if (wt == QT_Q4_0) {
+        const __m512i m4 = _mm512_set1_epi8(15);
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++) {
+            w[u] = _mm512_and_si512(a[u], m4);
+            w[4 + u] = _mm512_and_si512(_mm512_srli_epi16(a[u], 4), m4);
+        }
+    } else {
+        const __m512i flip = _mm512_set1_epi8((char)0x80);
+        __m512i b[4];
+        rl_load(p, o, 18, b);
+        tr4x4(b);
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++) w[u] = _mm512_xor_si512(a[u], flip), w[4 + u] = _mm512_xor_si512(b[u], flip);
+    }
+    *dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(gidx, (const void *)p, 1)));
+}
+
+/* vpdpbusd with the signed operand a dword broadcast from memory ({1to16}: the load port broadcasts).
+ * GCC 12 folds _mm512_set1_epi32 of a load into fma's memory operand but not into vpdpbusd's, and the
+ * separate vpbroadcastd competes with vpdpbusd for the vector ports. */
+INLINE __m512i dpbusd_bcast(__m512i s, __m512i u, const uint8_t *p) {
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(s) : "v"(u), "m"(*(const int32_t(*)[1])p));
+    return s;
+}
+
+/* chain[b] += block i's products for nb activation rows (a[b]: activation row b's block i). */
+INLINE void rl_step(int nb, const __m512i w[8], __m512 dw, const uint8_t *const *a, const float *da,
+                    const int32_t *corr, size_t stride, __m512 *chain) {
+#pragma GCC unroll 8
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *qs = a[b] + 2;
+        /* two chains of four: vpdpbusd's latency would otherwise bound the loop */
+        __m512i s2[2] = {_mm512_set1_epi32(corr[(size_t)b * stride]), _mm512_setzero_si512()};
+#pragma GCC unroll 8
+        for (int t = 0; t < 8; t++) s2[t & 1] = dpbusd_bcast(s2[t & 1], w[t], qs + 4 * t);
+        __m512i sum = _mm512_add_epi32(s2[0], s2[1]);
+        chain[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, _mm512_set1_ps(da[(size_t)b * stride])), chain[b]);
+    }
+}
+
+/* 16 rows (o, gidx; the next panel's rows at next) x nb activation rows (act, arb) over the nk blocks of the K chunk starting at block k0
+ * (a multiple of PKB); run[b] (row order) gets each PKB chunk's even + odd. */
+INLINE void rl_tile(uint32_t wt, int nb, const uint8_t *W, const uint8_t *next, const size_t *o, __m512i gidx, const uint8_t *act,
+                    size_t arb, int64_t k0, int64_t nk, const float (*da)[RL_KC], const int32_t (*corr)[RL_KC],
+                    __m512 *run) {
+    const size_t bsz = wt == QT_Q8_0 ? sizeof(block_q8_0) : sizeof(block_q4_0);
+    const __m512i unperm = _mm512_load_si512((const void *)g_rl_unperm);
+    for (int64_t c0 = 0; c0 < nk; c0 += PKB) {
+        int64_t c1 = LAYA_MIN(nk, c0 + PKB);
+        __m512 ev[RL_B], od[RL_B];
+#pragma GCC unroll 8
+        for (int b = 0; b < nb; b++) ev[b] = _mm512_setzero_ps(), od[b] = _mm512_setzero_ps();
+        for (int64_t i = c0; i < c1; i++) {
+            const uint8_t *p = W + (size_t)(k0 + i) * bsz;
+            /* The sixteen rows are read as sixteen interleaved streams, which the hardware prefetcher does
+             * not keep ahead of (typing Q8_0 at B = 8 ran at half the decode kernel's speed with the weights
+             * out of L2); the next panel, the 16 * wrb bytes after this one, is prefetched as one stream
+             * instead, 16 * bsz bytes a block. */
+            const char *pf = (const char *)next + (size_t)(k0 + i) * 16 * bsz;
+            for (size_t q = 0; q < 16 * bsz; q += 64) _mm_prefetch(pf + q, _MM_HINT_T0);
+            __m512i w[8];
+            __m512 dw;
+            rl_block(wt, p, o, gidx, w, &dw);
+            const uint8_t *a[RL_B];
+#pragma GCC unroll 8
+            for (int b = 0; b < nb; b++) a[b] = act + (size_t)b * arb + (size_t)(k0 + i) * sizeof(block_q8_0);
+            if (i & 1) rl_step(nb, w, dw, a, &da[0][i], &corr[0][i], RL_KC, od);
+            else rl_step(nb, w, dw, a, &da[0][i], &corr[0][i], RL_KC, ev);
+        }
+#pragma GCC unroll 8
+        for (int b = 0; b < nb; b++)
+            run[b] = _mm512_add_ps(run[b], _mm512_permutexvar_ps(unperm, _mm512_add_ps(ev[b], od[b])));
+    }
+}
+
+__attribute__((noinline)) static void mm_q8_rows(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act,
+                                                 size_t arb, int B, int64_t K, int64_t r0, int64_t r1, float *y,
+                                                 size_t ldy) {
+    const int off = wt == QT_Q8_0 ? 128 : 8;
+    const int64_t nb_k = K / 32;
+    float da[PANEL_MIN_B][RL_KC];
+    int32_t corr[PANEL_MIN_B][RL_KC];
+    for (int64_t k0 = 0; k0 < nb_k; k0 += RL_KC) {
+        int64_t nk = LAYA_MIN(RL_KC, nb_k - k0);
+        for (int b = 0; b < B; b++) {
+            const block_q8_0 *ab = (const block_q8_0 *)(act + (size_t)b * arb) + k0;
+            for (int64_t i = 0; i < nk; i++) {
+                /* the byte sum via unsigned bytes: sum(a) = sum(a ^ 0x80) - 32 * 128 */
+                __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)ab[i].qs), _mm256_set1_epi8((char)0x80));
+                __m256i s4 = _mm256_sad_epu8(v, _mm256_setzero_si256());
+                __m128i s2 = _mm_add_epi64(_mm256_castsi256_si128(s4), _mm256_extracti128_si256(s4, 1));
+                int sum = (int)(_mm_cvtsi128_si64(s2) + _mm_extract_epi64(s2, 1)) - 32 * 128;
+                corr[b][i] = -off * sum;
+                da[b][i] = _cvtsh_ss(ab[i].d);
+            }
+        }
+        for (int64_t row0 = r0; row0 < r1; row0 += 16) {
+            int64_t nrows = LAYA_MIN(16, r1 - row0);
+            const uint8_t *Wr = W + (size_t)row0 * wrb;
+            size_t o[16];
+            int32_t go[16];
+            for (int r = 0; r < 16; r++) o[r] = (size_t)LAYA_MIN(r, nrows - 1) * wrb;
+            for (int l = 0; l < 16; l++) go[l] = (int32_t)o[4 * (l % 4) + l / 4]; /* lane 4j+g: row 4g+j */
+            const __m512i gidx = _mm512_loadu_si512((const void *)go);
+            const __mmask16 m = nrows == 16 ? 0xffff : (__mmask16)((1u << nrows) - 1);
+            for (int b0 = 0; b0 < B; b0 += RL_B) {
+                int nb = LAYA_MIN(RL_B, B - b0);
+                __m512 run[RL_B];
+                for (int b = 0; b < nb; b++) {
+                    float *yp = y + (size_t)(b0 + b) * ldy + (size_t)row0;
+                    run[b] = k0 > 0 ? _mm512_maskz_loadu_ps(m, yp) : _mm512_setzero_ps();
+                }
+                const uint8_t *ab = act + (size_t)b0 * arb;
+                switch (nb) {
+                case 1: rl_tile(wt, 1, Wr, Wr + 16 * wrb, o, gidx, ab, arb, k0, nk, da + b0, corr + b0, run); break;
+                case 2: rl_tile(wt, 2, Wr, Wr + 16 * wrb, o, gidx, ab, arb, k0, nk, da + b0, corr + b0, run); break;
+                case 3: rl_tile(wt, 3, Wr, Wr + 16 * wrb, o, gidx, ab, arb, k0, nk, da + b0, corr + b0, run); break;
+                case 4: rl_tile(wt, 4, Wr, Wr + 16 * wrb, o, gidx, ab, arb, k0, nk, da + b0, corr + b0, run); break;
+                case 5: rl_tile(wt, 5, Wr, Wr + 16 * wrb, o, gidx, ab, arb, k0, nk, da + b0, corr + b0, run); break;
+                case 6: rl_tile(wt, 6, Wr, Wr + 16 * wrb, o, gidx, ab, arb, k0, nk, da + b0, corr + b0, run); break;
+                case 7: rl_tile(wt, 7, Wr, Wr + 16 * wrb, o, gidx, ab, arb, k0, nk, da + b0, corr + b0, run); break;
+                default: rl_tile(wt, 8, Wr, Wr + 16 * wrb, o, gidx, ab, arb, k0, nk, da + b0, corr + b0, run); break;
+                }
+                for (int b = 0; b < nb; b++) _mm512_mask_storeu_ps(y + (size_t)(b0 + b) * ldy + (size_t)row0, m, run[b]);
+            }
+        }
+    }
+}
+
 /* ---------------------------------------------------------------- Q4_K / Q6_K weights x q8_K */
 
 /* One weight row at a time; a 512-bit vector covers 64 elements. maddubs (unsigned weight x signed
@@ -875,6 +1061,7 @@ static void avx512_matmul(uint32_t wtype, const void *W, size_t w_row_bytes, con
     case QT_Q8_0:
     case QT_Q4_0:
         if (B >= PANEL_MIN_B) mm_q8_panel(wtype, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy);
+        else if (B >= RL_MIN_B) mm_q8_rows(wtype, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy);
         else if (wtype == QT_Q8_0) mm_q8(QT_Q8_0, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy);
         else mm_q8(QT_Q4_0, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy);
         return;
@@ -939,106 +1126,157 @@ static float avx512_exp_sum(const float *x, float shift, float *y, int64_t n) {
     return _mm512_reduce_add_ps(acc);
 }
 
+/* hn (1..4, a constant after inlining, so the accumulators stay in registers) heads x 64 columns from
+ * column j0; each value row is read once for the hn heads. Each head's sums are taken in position order
+ * whatever hn is, so a head gives the same bits alone or beside others. */
+INLINE void v_tile(const float *w, size_t w_stride, int hn, const float *v, size_t v_stride, int64_t npos,
+                   const __mmask16 m[4], int prefetch, float *out, size_t out_stride) {
+    __m512 acc[4][4];
+#pragma GCC unroll 4
+    for (int h = 0; h < 4; h++)
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) acc[h][c] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < npos; p++) {
+        const float *vr = v + (size_t)p * v_stride;
+        if (prefetch) { /* strided value rows: the hardware prefetcher does not run ahead on them */
+            _mm_prefetch((const char *)(vr + 8 * v_stride), _MM_HINT_T0);
+            if (m[2]) _mm_prefetch((const char *)(vr + 8 * v_stride + 32), _MM_HINT_T0);
+        }
+        __m512 x0 = _mm512_maskz_loadu_ps(m[0], vr), x1 = _mm512_maskz_loadu_ps(m[1], vr + 16);
+        __m512 x2 = _mm512_maskz_loadu_ps(m[2], vr + 32), x3 = _mm512_maskz_loadu_ps(m[3], vr + 48);
+#pragma GCC unroll 4
+        for (int h = 0; h < hn; h++) {
+            __m512 a = _mm512_set1_ps(w[(size_t)h * w_stride + (size_t)p]);
+            acc[h][0] = _mm512_fmadd_ps(a, x0, acc[h][0]);
+            acc[h][1] = _mm512_fmadd_ps(a, x1, acc[h][1]);
+            acc[h][2] = _mm512_fmadd_ps(a, x2, acc[h][2]);
+            acc[h][3] = _mm512_fmadd_ps(a, x3, acc[h][3]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int h = 0; h < hn; h++)
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) _mm512_mask_storeu_ps(out + (size_t)h * out_stride + 16 * c, m[c], acc[h][c]);
+}
+
 /* Up to 4 heads x 64 columns in 16 accumulators; each value row is read once per such tile. */
 static void avx512_attn_v(const float *w, size_t w_stride, int nh, const float *v, size_t v_stride, int64_t npos,
                           int64_t d, float *out, size_t out_stride) {
     for (int h0 = 0; h0 < nh; h0 += 4) {
         int hn = nh - h0 < 4 ? nh - h0 : 4;
+        const float *wh = w + (size_t)h0 * w_stride;
         for (int64_t j0 = 0; j0 < d; j0 += 64) {
             __mmask16 m[4];
             for (int c = 0; c < 4; c++) {
                 int64_t left = d - j0 - 16 * c;
                 m[c] = left >= 16 ? 0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
             }
-            __m512 acc[4][4];
-            for (int h = 0; h < 4; h++)
-                for (int c = 0; c < 4; c++) acc[h][c] = _mm512_setzero_ps();
-            for (int64_t p = 0; p < npos; p++) {
-                const float *vr = v + (size_t)p * v_stride + (size_t)j0;
-                if (h0 == 0) { /* strided value rows, as the keys in attn_qk */
-                    _mm_prefetch((const char *)(vr + 8 * v_stride), _MM_HINT_T0);
-                    if (d - j0 > 32) _mm_prefetch((const char *)(vr + 8 * v_stride + 32), _MM_HINT_T0);
-                }
-                __m512 x0 = _mm512_maskz_loadu_ps(m[0], vr), x1 = _mm512_maskz_loadu_ps(m[1], vr + 16);
-                __m512 x2 = _mm512_maskz_loadu_ps(m[2], vr + 32), x3 = _mm512_maskz_loadu_ps(m[3], vr + 48);
-                for (int h = 0; h < hn; h++) {
-                    __m512 a = _mm512_set1_ps(w[(size_t)(h0 + h) * w_stride + (size_t)p]);
-                    acc[h][0] = _mm512_fmadd_ps(a, x0, acc[h][0]);
-                    acc[h][1] = _mm512_fmadd_ps(a, x1, acc[h][1]);
-                    acc[h][2] = _mm512_fmadd_ps(a, x2, acc[h][2]);
-                    acc[h][3] = _mm512_fmadd_ps(a, x3, acc[h][3]);
-                }
-            }
-            for (int h = 0; h < hn; h++) {
-                float *o = out + (size_t)(h0 + h) * out_stride + (size_t)j0;
-                for (int c = 0; c < 4; c++) _mm512_mask_storeu_ps(o + 16 * c, m[c], acc[h][c]);
+            const float *vj = v + j0;
+            float *o = out + (size_t)h0 * out_stride + (size_t)j0;
+            int pf = h0 == 0 && v_stride > (size_t)d; /* rows that are not one contiguous stream */
+            switch (hn) {
+            case 1: v_tile(wh, w_stride, 1, vj, v_stride, npos, m, pf, o, out_stride); break;
+            case 2: v_tile(wh, w_stride, 2, vj, v_stride, npos, m, pf, o, out_stride); break;
+            case 3: v_tile(wh, w_stride, 3, vj, v_stride, npos, m, pf, o, out_stride); break;
+            default: v_tile(wh, w_stride, 4, vj, v_stride, npos, m, pf, o, out_stride); break;
             }
         }
     }
 }
 
-/* Sixteen vectors to one whose lane 4L+e is the sum of v[4e+L] (a 4x4 transpose of the slots): two rounds
- * of 128-bit lane shuffles, then two of in-lane ones, 45 operations for 16 sums, where a reduce_add per
- * vector costs about 8 each. */
-INLINE __m512 hsum16(const __m512 v[16]) {
-    __m512 w[8], x[4];
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; i++)
-        w[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0x44),
-                             _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0xee));
+/* hn heads (1..4) x nv blocks of 16 positions (kt at the first, blocks kt_stride apart): for each key
+ * dimension j, one vector of each block is loaded once and multiplied by each head's q[j]; with sets > 1
+ * the dimensions are split over that many accumulator sets (j mod sets), so short tiles still have enough
+ * independent multiply-add chains. sets depends on nv only, never on hn, so a head's scores are the same
+ * bits alone or beside others. hn, nv and sets are constants after inlining: the accumulators stay in
+ * registers. */
+INLINE void qk_tile(const float *q, size_t q_stride, int hn, const float *kt, size_t kt_stride, int nv, int sets,
+                    int64_t d, const __mmask16 *m, __m512 sv, float *s, size_t s_stride, __m512 *mxv) {
+    __m512 acc[4][4][4]; /* [set][head][vector] */
 #pragma GCC unroll 4
-    for (int j = 0; j < 4; j++)
-        x[j] = _mm512_add_ps(_mm512_shuffle_f32x4(w[2 * j], w[2 * j + 1], 0x88),
-                             _mm512_shuffle_f32x4(w[2 * j], w[2 * j + 1], 0xdd));
-    __m512 y0 = _mm512_add_ps(_mm512_unpacklo_ps(x[0], x[1]), _mm512_unpackhi_ps(x[0], x[1]));
-    __m512 y1 = _mm512_add_ps(_mm512_unpacklo_ps(x[2], x[3]), _mm512_unpackhi_ps(x[2], x[3]));
-    return _mm512_add_ps(_mm512_shuffle_ps(y0, y1, 0x44), _mm512_shuffle_ps(y0, y1, 0xee));
-}
-
-/* 16 positions at a time per head: each position's dot product is a vector of 16 partial sums (the key row
- * comes from L1 again for the next head), and hsum16 turns the 16 vectors into the block's 16 scores. */
-INLINE void qk_blocks(const float *q, size_t q_stride, int nh, const float *k, size_t k_stride, int64_t npos,
-                      int64_t d, float scale, float *s, size_t s_stride, float *mx) {
-    const __m512 sv = _mm512_set1_ps(scale);
-    for (int h = 0; h < nh; h++) {
-        const float *qh = q + (size_t)h * q_stride;
-        float *sh = s + (size_t)h * s_stride;
-        __m512 m = _mm512_set1_ps(-INFINITY);
-        for (int64_t p0 = 0; p0 < npos; p0 += 16) {
-            const int np = npos - p0 < 16 ? (int)(npos - p0) : 16;
-            __m512 v[16];
-#pragma GCC unroll 16
-            for (int slot = 0; slot < 16; slot++) {
-                const int pp = 4 * (slot & 3) + (slot >> 2); /* the position this slot's sum lands at */
-                __m512 acc = _mm512_setzero_ps();
-                if (pp < np) {
-                    const float *kr = k + (size_t)(p0 + pp) * k_stride;
-                    /* the next block's key rows: strided rows from L3 or memory, which the hardware
-                     * prefetcher does not run ahead on */
-                    if (h == 0)
-                        for (int64_t j = 0; j < d; j += 16) _mm_prefetch((const char *)(kr + 16 * k_stride + j), _MM_HINT_T0);
-                    for (int64_t j = 0; j < d; j += 16) {
-                        __mmask16 mk = d - j >= 16 ? 0xffff : (__mmask16)((1u << (d - j)) - 1);
-                        acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mk, qh + j), _mm512_maskz_loadu_ps(mk, kr + j), acc);
-                    }
-                }
-                v[slot] = acc;
+    for (int u = 0; u < sets; u++)
+#pragma GCC unroll 4
+        for (int h = 0; h < hn; h++)
+#pragma GCC unroll 4
+            for (int c = 0; c < nv; c++) acc[u][h][c] = _mm512_setzero_ps();
+    int64_t j = 0;
+    for (; j + sets <= d; j += sets)
+#pragma GCC unroll 4
+        for (int u = 0; u < sets; u++) {
+            const float *kr = kt + (size_t)(j + u) * 16;
+            __m512 kv[4];
+#pragma GCC unroll 4
+            for (int c = 0; c < nv; c++) kv[c] = _mm512_maskz_loadu_ps(m[c], kr + (size_t)c * kt_stride);
+#pragma GCC unroll 4
+            for (int h = 0; h < hn; h++) {
+                __m512 a = _mm512_set1_ps(q[(size_t)h * q_stride + (size_t)(j + u)]);
+#pragma GCC unroll 4
+                for (int c = 0; c < nv; c++) acc[u][h][c] = _mm512_fmadd_ps(a, kv[c], acc[u][h][c]);
             }
-            __m512 r = _mm512_mul_ps(hsum16(v), sv);
-            __mmask16 mp = (__mmask16)((1u << np) - 1);
-            _mm512_mask_storeu_ps(sh + p0, mp, r);
-            m = _mm512_mask_max_ps(m, mp, m, r);
         }
-        mx[h] = _mm512_reduce_max_ps(m);
+    for (; j < d; j++) { /* d not a multiple of sets: the last dimensions into set 0 */
+        const float *kr = kt + (size_t)j * 16;
+#pragma GCC unroll 4
+        for (int h = 0; h < hn; h++) {
+            __m512 a = _mm512_set1_ps(q[(size_t)h * q_stride + (size_t)j]);
+#pragma GCC unroll 4
+            for (int c = 0; c < nv; c++)
+                acc[0][h][c] = _mm512_fmadd_ps(a, _mm512_maskz_loadu_ps(m[c], kr + (size_t)c * kt_stride), acc[0][h][c]);
+        }
     }
+#pragma GCC unroll 4
+    for (int h = 0; h < hn; h++)
+#pragma GCC unroll 4
+        for (int c = 0; c < nv; c++) {
+            __m512 r = acc[0][h][c];
+#pragma GCC unroll 4
+            for (int u = 1; u < sets; u++) r = _mm512_add_ps(r, acc[u][h][c]);
+            r = _mm512_mul_ps(r, sv);
+            _mm512_mask_storeu_ps(s + (size_t)h * s_stride + 16 * c, m[c], r);
+            mxv[h] = _mm512_mask_max_ps(mxv[h], m[c], mxv[h], r);
+        }
 }
 
-static void avx512_attn_qk(const float *q, size_t q_stride, int nh, const float *k, size_t k_stride, int64_t npos,
+/* Up to 4 heads at a time; positions in tiles of 64 (four vectors), the rest in one tile of up to four
+ * vectors, the dimensions split over accumulator sets when it has one or two. */
+INLINE void qk_heads(const float *q, size_t q_stride, int hn, const float *kt, size_t kt_stride, int64_t npos,
+                     int64_t d, __m512 sv, float *s, size_t s_stride, float *mx) {
+    __m512 mxv[4];
+#pragma GCC unroll 4
+    for (int h = 0; h < hn; h++) mxv[h] = _mm512_set1_ps(-INFINITY);
+    const __mmask16 full[4] = {0xffff, 0xffff, 0xffff, 0xffff};
+    int64_t p0 = 0;
+    for (; p0 + 64 <= npos; p0 += 64)
+        qk_tile(q, q_stride, hn, kt + (size_t)(p0 / 16) * kt_stride, kt_stride, 4, 1, d, full, sv, s + p0,
+                s_stride, mxv);
+    if (p0 < npos) { /* the last 1-63 positions: one tile of 1-4 vectors, the last one masked */
+        int64_t left = npos - p0;
+        kt += (size_t)(p0 / 16) * kt_stride;
+        int nv = (int)((left + 15) / 16);
+        __mmask16 m[4] = {0xffff, 0xffff, 0xffff, 0xffff};
+        m[nv - 1] = left % 16 ? (__mmask16)((1u << (left % 16)) - 1) : 0xffff;
+        if (nv == 1) qk_tile(q, q_stride, hn, kt, kt_stride, 1, 4, d, m, sv, s + p0, s_stride, mxv);
+        else if (nv == 2) qk_tile(q, q_stride, hn, kt, kt_stride, 2, 2, d, m, sv, s + p0, s_stride, mxv);
+        else if (nv == 3) qk_tile(q, q_stride, hn, kt, kt_stride, 3, 1, d, m, sv, s + p0, s_stride, mxv);
+        else qk_tile(q, q_stride, hn, kt, kt_stride, 4, 1, d, m, sv, s + p0, s_stride, mxv);
+    }
+#pragma GCC unroll 4
+    for (int h = 0; h < hn; h++) mx[h] = _mm512_reduce_max_ps(mxv[h]);
+}
+
+static void avx512_attn_qk(const float *q, size_t q_stride, int nh, const float *kt, size_t kt_stride, int64_t npos,
                            int64_t d, float scale, float *s, size_t s_stride, float *mx) {
-    /* the common head sizes as constants: the inner loop unrolls */
-    if (d == 64) qk_blocks(q, q_stride, nh, k, k_stride, npos, 64, scale, s, s_stride, mx);
-    else if (d == 128) qk_blocks(q, q_stride, nh, k, k_stride, npos, 128, scale, s, s_stride, mx);
-    else qk_blocks(q, q_stride, nh, k, k_stride, npos, d, scale, s, s_stride, mx);
+    const __m512 sv = _mm512_set1_ps(scale);
+    for (int h0 = 0; h0 < nh; h0 += 4) {
+        const float *qh = q + (size_t)h0 * q_stride;
+        float *sh = s + (size_t)h0 * s_stride;
+        switch (nh - h0) {
+        case 1: qk_heads(qh, q_stride, 1, kt, kt_stride, npos, d, sv, sh, s_stride, mx + h0); break;
+        case 2: qk_heads(qh, q_stride, 2, kt, kt_stride, npos, d, sv, sh, s_stride, mx + h0); break;
+        case 3: qk_heads(qh, q_stride, 3, kt, kt_stride, npos, d, sv, sh, s_stride, mx + h0); break;
+        default: qk_heads(qh, q_stride, 4, kt, kt_stride, npos, d, sv, sh, s_stride, mx + h0); break;
+        }
+    }
 }
 
 const kn_ops kn_avx512_ops = {"avx512", avx512_quantize_act, avx512_matmul, avx512_dot_f32, avx512_axpy_f32,
