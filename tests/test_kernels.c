@@ -461,23 +461,35 @@ static void check_invariance_mlx(int bits, int group, uint32_t sbt, int64_t K, i
 }
 
 /* The attention kernels: each head's scores and sums are the same whether it comes alone (nh = 1) or
- * among others (forward.c gives a call more or fewer heads depending on the batch size). */
+ * among others (forward.c gives a call up to 16 heads, fewer for the last heads or a smaller batch). The
+ * keys as forward.c stores them (kn_ops.attn_qk): blocks of 16 positions, dimension-major, 16 * D floats
+ * apart, the last block partial; the values as rows. */
 static void check_invariance_attn(void) {
-    enum { NH = 16, D = 64, NP = 45 };
-    static float q[NH * D], k[NP * D], s1[NH * NP], sb[NH * NP], o1[NH * D], ob[NH * D], mx1[NH], mxb[NH];
+    enum { NH = 16, D = 64, NP = 45, NBLK = (NP + 15) / 16 };
+    static float q[NH * D], kt[NBLK * 16 * D], v[NP * D], s1[NH * NP], sb[NH * NP], o1[NH * D], ob[NH * D];
+    static float mx1[NH], mxb[NH];
     for (int i = 0; i < NH * D; i++) q[i] = frnd();
-    for (int i = 0; i < NP * D; i++) k[i] = frnd();
+    for (int i = 0; i < NBLK * 16 * D; i++) kt[i] = frnd();
+    for (int i = 0; i < NP * D; i++) v[i] = frnd();
     for (int t = 0; t < g_ntables; t++) {
         const kn_ops *kn = g_tables[t];
-        for (int h = 0; h < NH; h++) kn->attn_qk(q + h * D, D, 1, k, D, NP, D, 0.125f, s1 + h * NP, NP, mx1 + h);
-        kn->attn_qk(q, D, NH, k, D, NP, D, 0.125f, sb, NP, mxb);
-        int bad = invariance_bad(sb, s1, NH, NP) + invariance_bad(mxb, mx1, NH, 1);
-        /* the scores as softmax weights for attn_v, the keys as values */
-        for (int h = 0; h < NH; h++) kn->attn_v(s1 + h * NP, NP, 1, k, D, NP, D, o1 + h * D, D);
-        kn->attn_v(s1, NP, NH, k, D, NP, D, ob, D);
-        bad += invariance_bad(ob, o1, NH, D);
-        CHECK(bad == 0, "%s attention: %d values of %d heads in one call differ from each head alone", kn->name, bad,
-              NH);
+        for (int h = 0; h < NH; h++)
+            kn->attn_qk(q + h * D, D, 1, kt, 16 * D, NP, D, 0.125f, s1 + h * NP, NP, mx1 + h);
+        static const int nhs[] = {NH, 7}; /* all, and a partial 4-head tile */
+        int bad = 0;
+        for (int i = 0; i < 2; i++) {
+            int nh = nhs[i];
+            kn->attn_qk(q, D, nh, kt, 16 * D, NP, D, 0.125f, sb, NP, mxb);
+            bad += invariance_bad(sb, s1, nh, NP) + invariance_bad(mxb, mx1, nh, 1);
+        }
+        /* the scores as softmax weights for attn_v */
+        for (int h = 0; h < NH; h++) kn->attn_v(s1 + h * NP, NP, 1, v, D, NP, D, o1 + h * D, D);
+        for (int i = 0; i < 2; i++) {
+            kn->attn_v(s1, NP, nhs[i], v, D, NP, D, ob, D);
+            bad += invariance_bad(ob, o1, nhs[i], D);
+        }
+        CHECK(bad == 0, "%s attention: %d values of 16 or 7 heads in one call differ from each head alone", kn->name,
+              bad);
     }
 }
 
