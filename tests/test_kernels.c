@@ -495,10 +495,11 @@ static void check_invariance_attn(void) {
 
 static void test_invariance(void) {
     /* Q8_0 / Q4_0: the bundled model's K (512, 1536), partial 4-block groups, several 32-block panel chunks,
-     * more than one 192-block chunk of the decode kernel; B around the 16-row panel threshold, across
-     * PSUPER (64) */
+     * more than one 192-block chunk of the decode kernel and of the rows-in-lanes kernel; every B of the
+     * AVX-512 rows-in-lanes kernel's range (RL_MIN_B .. 15: one and two 8-row tiles), B around the 16-row
+     * panel threshold, across PSUPER (64) */
     static const int64_t k_q8[] = {32, 96, 512, 1536, 2080, 6176};
-    static const int Bs[] = {5, 16, 17, 40, 70};
+    static const int Bs[] = {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 40, 70};
     for (int q = 0; q < 2; q++)
         for (size_t ki = 0; ki < sizeof k_q8 / sizeof *k_q8; ki++)
             for (size_t bi = 0; bi < sizeof Bs / sizeof *Bs; bi++) {
@@ -515,40 +516,6 @@ static void test_invariance(void) {
     check_invariance_mlx(4, 64, QT_BF16, 896, 19, 6);
     check_invariance_mlx(8, 64, QT_F32, 896, 19, 17);
     check_invariance_attn();
-}
-
-/* Q8_0 / Q4_0 for batches of 5 to 15 rows (the AVX-512 rows-in-lanes kernel's range once it is on, see
- * RL_MIN_B): each output's bits depend only on its weight row and activation row, not on B, the row's place
- * among the register tiles, or the row range a thread was given. */
-static void test_small_batch_invariance(void) {
-    static const int64_t Ks[] = {32, 96, 512, 2080, 6176};
-    for (int q = 0; q < 2; q++)
-        for (size_t ki = 0; ki < sizeof Ks / sizeof *Ks; ki++) {
-            uint32_t type = q ? QT_Q8_0 : QT_Q4_0;
-            int64_t K = Ks[ki], N = 37;
-            size_t wrb = qt_row_bytes(type, K), arb = kn_act_row_bytes(type, K);
-            uint8_t *W = malloc(wrb * (size_t)N), *act = malloc(arb * 15);
-            float *x = malloc((size_t)K * sizeof(float)), *y5 = malloc(15 * (size_t)N * sizeof(float));
-            float *yb = malloc(15 * (size_t)N * sizeof(float));
-            fill_weights(type, W, N, K);
-            for (int b = 0; b < 15; b++) {
-                fill_act(x, K, (int)(rnd() % 3));
-                kn_ref_ops.quantize_act(type, x, act + (size_t)b * arb, K);
-            }
-            for (int t = 1; t < g_ntables; t++) {
-                const kn_ops *k = g_tables[t];
-                /* rows 0-4, 5-9 and 10-14 as three batches of 5, then all 15 at once over two row ranges */
-                for (int b0 = 0; b0 < 15; b0 += 5)
-                    k->matmul(type, W, wrb, act + (size_t)b0 * arb, arb, 5, K, 0, N, y5 + (size_t)b0 * N, (size_t)N);
-                k->matmul(type, W, wrb, act, arb, 15, K, 0, 16, yb, (size_t)N);
-                k->matmul(type, W, wrb, act, arb, 15, K, 16, N, yb, (size_t)N);
-                int bad = 0;
-                for (size_t i = 0; i < 15 * (size_t)N; i++) bad += yb[i] != y5[i];
-                CHECK(bad == 0, "%s %s K=%lld: %d outputs of a batch of 15 differ from batches of 5", k->name,
-                      qt_get(type)->name, (long long)K, bad);
-            }
-            free(W), free(act), free(x), free(y5), free(yb);
-        }
 }
 
 static void test_f32_ops(void) {
@@ -767,6 +734,5 @@ int main(void) {
     test_matmul();
     test_matmul_mlx();
     test_invariance();
-    test_small_batch_invariance();
     return DONE("test_kernels");
 }

@@ -611,15 +611,13 @@ __attribute__((noinline)) static void mm_q8_panel(uint32_t wt, const uint8_t *W,
  * values) is added by fma, in block order, to one of two chains, the even blocks' or the odd blocks'; each
  * PKB blocks from block 0, even + odd is added to the output's running sum and the chains restart. The
  * order does not depend on B, on the row's place in the batch or on the row range. */
-/* Off by default (16: never below the panel): this kernel's float order is the one the avxfix branch gives
- * the decode kernel and the panel; until that branch is merged the decode kernel sums in another order, and
- * outputs of one batch must not depend on B (tests/test_parity.c compares logits of a batch of 12 and of 2
- * bit for bit). After the merge, 5: from 5 rows on it is faster (typing Q8_0, one thread: decode B = 8
- * 3.68 -> 2.54 ms, prefill 8 tokens 2984 -> 4295 tok/s); at B = 4 both take the same time and at 2 the
- * decode kernel is faster. Checked bit for bit against that branch's decode kernel (B = 1) and panel for
- * B = 5..15, K = 32 ... 6176 (Q4_0, Q8_0). */
+/* From 5 rows on (RL_MIN_B; 16 would switch it off) it is faster than the decode kernel (typing Q8_0, one
+ * thread: decode B = 8 3.68 -> 2.54 ms, prefill 8 tokens 2984 -> 4295 tok/s); at B = 4 both take the same
+ * time and at 2 the decode kernel is faster. Its outputs are bit for bit those of the decode kernel (B = 1)
+ * and the panel, which sum in the same order: tests/test_kernels.c (test_invariance) checks every B from 3
+ * to 17 against the rows alone through avx512_matmul, K = 32 ... 6176, Q4_0 and Q8_0. */
 #ifndef RL_MIN_B
-#define RL_MIN_B PANEL_MIN_B
+#define RL_MIN_B 5
 #endif
 #define RL_KC 192 /* blocks per K chunk (K up to 6144 per pass): scales and corrections 1.5 KB per row */
 #define RL_B 8    /* activation rows per register tile: even and odd chains, 16 vectors */
