@@ -6,7 +6,8 @@
  * Arguments (optional): "all" adds Q4_K, Q6_K, F16 and the other MLX group sizes and scale types; "mlx" runs
  * only the MLX kernels; a table name limits the run to it. MLX weights count their scales and biases as
  * read bytes, so MLX 4-bit group 64 with F16 scales (0.5625 bytes per weight) compares directly with Q4_0,
- * and 8-bit with Q8_0 (1.0625). */
+ * and 8-bit with Q8_0 (1.0625). "typing" takes the 30M typing model's shapes (hidden 512, FFN 1536, vocabulary
+ * 16384) and the decode batch sizes 1, 2, 4, 8 instead. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -98,10 +99,12 @@ typedef struct variant {
     uint32_t sbt;
 } variant;
 
+static const int g_bs_05b[] = {1, 4, 64, 0}, g_bs_typing[] = {1, 2, 4, 8, 0}; /* 64: the prefill panel path */
+static const int *Bs = g_bs_05b;
+
 /* Times every selected table on one variant and shape, printing a line per batch size. */
 static void bench_shape(const variant *v, int64_t N, int64_t K, const char *only) {
     static const char *const names[] = {"scalar", "avx2", "avx512", "neon"};
-    static const int Bs[] = {1, 4, 64}; /* 64: the prefill panel path */
     size_t wrb, arb, sbs = v->sbt == QT_F32 ? 4 : 2, sb_bytes = 0;
     if (v->bits) {
         if (K % v->group) return;
@@ -142,7 +145,7 @@ static void bench_shape(const variant *v, int64_t N, int64_t K, const char *only
         if (!kn || (only && strcmp(only, names[ni])) || (!only && !strcmp(names[ni], "scalar"))) continue;
         if (v->bits) memcpy(act, x, (size_t)K * 64 * sizeof(float));
         else for (int b = 0; b < 64; b++) kn->quantize_act(v->type, x + b * K, act + b * arb, K);
-        for (size_t bi_ = 0; bi_ < sizeof Bs / sizeof *Bs; bi_++) {
+        for (size_t bi_ = 0; Bs[bi_]; bi_++) {
             job j = {kn, v->type, W, wrb, act, arb, Bs[bi_], K, 0, N, y, (size_t)N, v->bits, v->group, v->sbt, sc, bi};
             double med[2], best = 0;
             pthread_t th;
@@ -173,14 +176,18 @@ static void bench_shape(const variant *v, int64_t N, int64_t K, const char *only
 }
 
 int main(int argc, char **argv) {
-    int all = 0, mlx_only = 0;
+    int all = 0, mlx_only = 0, typing = 0;
     const char *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "all")) all = 1;
         else if (!strcmp(argv[i], "mlx")) mlx_only = 1;
+        else if (!strcmp(argv[i], "typing")) typing = 1;
         else only = argv[i];
     }
-    static const int64_t shapes[][2] = {{896, 896}, {4864, 896}, {896, 4864}, {151936, 896}}; /* rows N x cols K */
+    static const int64_t shapes_05b[4][2] = {{896, 896}, {4864, 896}, {896, 4864}, {151936, 896}}; /* rows N x cols K */
+    static const int64_t shapes_typing[4][2] = {{512, 512}, {1536, 512}, {512, 1536}, {16384, 512}};
+    const int64_t(*shapes)[2] = typing ? shapes_typing : shapes_05b;
+    if (typing) Bs = g_bs_typing;
     static const variant base[] = {
         {"Q4_0", QT_Q4_0, 0, 0, 0},
         {"MLX4 g64 F16", 0, 4, 64, QT_F16},
@@ -202,7 +209,7 @@ int main(int argc, char **argv) {
            "GB/s(2t)");
     for (int vi = 0; vi < nv; vi++) {
         if (mlx_only && !vs[vi]->bits) continue;
-        for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++)
+        for (size_t si = 0; si < 4; si++)
             bench_shape(vs[vi], shapes[si][0], shapes[si][1], only);
     }
     return 0;

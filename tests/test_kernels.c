@@ -2,7 +2,8 @@
  * on random data and odd shapes, and the reference itself against a naive double-precision
  * dequantize-then-dot, for the GGUF block types and MLX affine weights. Weights are random bytes rather
  * than quantizer output, so every field takes its full range (Q8_0 -128, negative scales, all 6-bit Q4_K
- * scales and mins, every MLX q from 0 to 2^bits - 1). */
+ * scales and mins, every MLX q from 0 to 2^bits - 1). Each table is also checked against itself for
+ * batch invariance: a row's outputs alone and inside a batch must be the same bits. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,6 +246,10 @@ static void test_matmul(void) {
     /* K beyond one chunk of converted activation scales */
     check_case(QT_Q8_0, 16480, 5, 9, 0, 5);
     check_case(QT_Q4_0, 16480, 5, 3, 1, 4);
+    check_case(QT_Q4_0, 16480, 19, 7, 1, 18);
+    /* the AVX-512 rows-in-lanes kernel (5 <= B < 16): more than one 8-row tile, partial 16-row panels */
+    check_case(QT_Q4_0, 896, 40, 15, 3, 37);
+    check_case(QT_Q8_0, 2080, 33, 12, 0, 33);
     /* prefill-sized batches (the AVX-512 16-row panel path): partial panels, ranges off the 16-row grid,
      * several K chunks, more activation rows than one shared panel serves */
     for (int q = 0; q < 2; q++) {
@@ -372,6 +377,147 @@ static void test_matmul_mlx(void) {
     check_mlx_case(8, 128, QT_BF16, 256, 3, 0, 0, 3, 256);
 }
 
+/* ---- batch invariance */
+
+/* Every output of a table must depend only on its weight row and its activation row, bit for bit: not on
+ * B, on the row's place in the batch (which register tile, which path: the AVX-512 16-row panel serves
+ * B >= 16 only) or on the row range a thread was given. The forward pass relies on it: a prompt decoded
+ * as one batch must give the logits of the same tokens decoded one at a time, and with q8 activations a
+ * one-ulp difference in one product changes a later quantized byte, which moves the logits by ~0.1 on
+ * the bundled model. Checked for each table against itself: the batch of B rows in one call (over the
+ * whole range, then over three 16-aligned ranges and an unaligned split, as threads get them) against
+ * each row alone. */
+static int invariance_bad(const float *yb, const float *y1, int B, int64_t N) {
+    int bad = 0;
+    for (size_t i = 0; i < (size_t)B * (size_t)N; i++) bad += yb[i] != y1[i];
+    return bad;
+}
+
+static void ranges_call(const kn_ops *k, uint32_t type, const uint8_t *W, size_t wrb, const uint8_t *act, size_t arb,
+                        int B, int64_t K, int64_t N, int split, float *y) {
+    /* split 0: one call; 1: 16-row blocks in three parts (as forward.c's mm_worker); 2: at row 5 */
+    int64_t cut[4] = {0, N, N, N};
+    if (split == 1) {
+        int64_t nblk = (N + 15) / 16;
+        for (int c = 1; c < 3; c++) cut[c] = LAYA_MIN(N, nblk * c / 3 * 16);
+    } else if (split == 2) {
+        cut[1] = LAYA_MIN(N, 5);
+    }
+    for (int c = 0; c < 3; c++)
+        if (cut[c] < cut[c + 1]) k->matmul(type, W, wrb, act, arb, B, K, cut[c], cut[c + 1], y, (size_t)N);
+}
+
+static void check_invariance(uint32_t type, int64_t K, int64_t N, int B) {
+    size_t wrb = qt_row_bytes(type, K), arb = kn_act_row_bytes(type, K);
+    uint8_t *W = malloc(wrb * (size_t)N), *act = malloc(arb * (size_t)B);
+    float *x = malloc((size_t)K * sizeof(float));
+    float *y1 = malloc((size_t)B * (size_t)N * sizeof(float)), *yb = malloc((size_t)B * (size_t)N * sizeof(float));
+    fill_weights(type, W, N, K);
+    for (int b = 0; b < B; b++) {
+        fill_act(x, K, b % 5 == 3 ? 3 : (int)(rnd() % 3));
+        kn_ref_ops.quantize_act(type, x, act + (size_t)b * arb, K);
+    }
+    for (int t = 0; t < g_ntables; t++) {
+        const kn_ops *k = g_tables[t];
+        for (int b = 0; b < B; b++)
+            k->matmul(type, W, wrb, act + (size_t)b * arb, arb, 1, K, 0, N, y1 + (size_t)b * N, (size_t)N);
+        for (int split = 0; split < 3; split++) {
+            for (size_t i = 0; i < (size_t)B * (size_t)N; i++) yb[i] = SENTINEL;
+            ranges_call(k, type, W, wrb, act, arb, B, K, N, split, yb);
+            int bad = invariance_bad(yb, y1, B, N);
+            CHECK(bad == 0, "%s %s K=%lld N=%lld: %d of %d outputs of a batch of %d (split %d) differ from the rows alone",
+                  k->name, qt_get(type)->name, (long long)K, (long long)N, bad, B * (int)N, B, split);
+        }
+    }
+    free(W), free(act), free(x), free(y1), free(yb);
+}
+
+static void check_invariance_mlx(int bits, int group, uint32_t sbt, int64_t K, int64_t N, int B) {
+    const int64_t words = K * bits / 32, ng = K / group;
+    const size_t sbs = sbt == QT_F32 ? 4 : 2;
+    uint32_t *W = malloc((size_t)(words * N) * 4);
+    uint8_t *sc = malloc((size_t)(ng * N) * sbs), *bi = malloc((size_t)(ng * N) * sbs);
+    float *x = malloc((size_t)B * (size_t)K * sizeof(float));
+    float *y1 = malloc((size_t)B * (size_t)N * sizeof(float)), *yb = malloc((size_t)B * (size_t)N * sizeof(float));
+    for (int64_t i = 0; i < words * N; i++) W[i] = rnd();
+    for (int64_t i = 0; i < ng * N; i++) {
+        mlx_rnd_sb(sbt, sc, (size_t)i, 1e-3f, 2e-2f);
+        mlx_rnd_sb(sbt, bi, (size_t)i, 0, 0.3f);
+    }
+    for (int b = 0; b < B; b++) fill_act(x + (size_t)b * K, K, b % 5 == 3 ? 3 : (int)(rnd() % 3));
+    for (int t = 0; t < g_ntables; t++) {
+        const kn_ops *k = g_tables[t];
+        for (int b = 0; b < B; b++)
+            k->matmul_mlx(bits, group, W, sc, bi, sbt, x + (size_t)b * K, (size_t)K, 1, K, 0, N, y1 + (size_t)b * N,
+                          (size_t)N);
+        for (size_t i = 0; i < (size_t)B * (size_t)N; i++) yb[i] = SENTINEL;
+        k->matmul_mlx(bits, group, W, sc, bi, sbt, x, (size_t)K, B, K, 0, 5, yb, (size_t)N);
+        k->matmul_mlx(bits, group, W, sc, bi, sbt, x, (size_t)K, B, K, 5, N, yb, (size_t)N);
+        int bad = invariance_bad(yb, y1, B, N);
+        CHECK(bad == 0, "%s MLX %d-bit g%d %s K=%lld N=%lld: %d of %d outputs of a batch of %d differ from the rows alone",
+              k->name, bits, group, sb_name(sbt), (long long)K, (long long)N, bad, B * (int)N, B);
+    }
+    free(W), free(sc), free(bi), free(x), free(y1), free(yb);
+}
+
+/* The attention kernels: each head's scores and sums are the same whether it comes alone (nh = 1) or
+ * among others (forward.c gives a call up to 16 heads, fewer for the last heads or a smaller batch). The
+ * keys as forward.c stores them (kn_ops.attn_qk): blocks of 16 positions, dimension-major, 16 * D floats
+ * apart, the last block partial; the values as rows. */
+static void check_invariance_attn(void) {
+    enum { NH = 16, D = 64, NP = 45, NBLK = (NP + 15) / 16 };
+    static float q[NH * D], kt[NBLK * 16 * D], v[NP * D], s1[NH * NP], sb[NH * NP], o1[NH * D], ob[NH * D];
+    static float mx1[NH], mxb[NH];
+    for (int i = 0; i < NH * D; i++) q[i] = frnd();
+    for (int i = 0; i < NBLK * 16 * D; i++) kt[i] = frnd();
+    for (int i = 0; i < NP * D; i++) v[i] = frnd();
+    for (int t = 0; t < g_ntables; t++) {
+        const kn_ops *kn = g_tables[t];
+        for (int h = 0; h < NH; h++)
+            kn->attn_qk(q + h * D, D, 1, kt, 16 * D, NP, D, 0.125f, s1 + h * NP, NP, mx1 + h);
+        static const int nhs[] = {NH, 7}; /* all, and a partial 4-head tile */
+        int bad = 0;
+        for (int i = 0; i < 2; i++) {
+            int nh = nhs[i];
+            kn->attn_qk(q, D, nh, kt, 16 * D, NP, D, 0.125f, sb, NP, mxb);
+            bad += invariance_bad(sb, s1, nh, NP) + invariance_bad(mxb, mx1, nh, 1);
+        }
+        /* the scores as softmax weights for attn_v */
+        for (int h = 0; h < NH; h++) kn->attn_v(s1 + h * NP, NP, 1, v, D, NP, D, o1 + h * D, D);
+        for (int i = 0; i < 2; i++) {
+            kn->attn_v(s1, NP, nhs[i], v, D, NP, D, ob, D);
+            bad += invariance_bad(ob, o1, nhs[i], D);
+        }
+        CHECK(bad == 0, "%s attention: %d values of 16 or 7 heads in one call differ from each head alone", kn->name,
+              bad);
+    }
+}
+
+static void test_invariance(void) {
+    /* Q8_0 / Q4_0: the bundled model's K (512, 1536), partial 4-block groups, several 32-block panel chunks,
+     * more than one 192-block chunk of the decode kernel and of the rows-in-lanes kernel; every B of the
+     * AVX-512 rows-in-lanes kernel's range (RL_MIN_B .. 15: one and two 8-row tiles), B around the 16-row
+     * panel threshold, across PSUPER (64) */
+    static const int64_t k_q8[] = {32, 96, 512, 1536, 2080, 6176};
+    static const int Bs[] = {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 40, 70};
+    for (int q = 0; q < 2; q++)
+        for (size_t ki = 0; ki < sizeof k_q8 / sizeof *k_q8; ki++)
+            for (size_t bi = 0; bi < sizeof Bs / sizeof *Bs; bi++) {
+                if (k_q8[ki] > 2080 && Bs[bi] > 17) continue; /* keeps the run short */
+                check_invariance(q ? QT_Q8_0 : QT_Q4_0, k_q8[ki], 37, Bs[bi]);
+            }
+    check_invariance(QT_F32, 100, 19, 13);
+    check_invariance(QT_F16, 512, 19, 17);
+    check_invariance(QT_BF16, 96, 19, 9);
+    check_invariance(QT_Q4_K, 512, 19, 13);
+    check_invariance(QT_Q6_K, 768, 19, 13);
+    for (int bits = 4; bits <= 8; bits += 4)
+        for (int group = 32; group <= 128; group *= 2) check_invariance_mlx(bits, group, QT_F16, 512, 19, 13);
+    check_invariance_mlx(4, 64, QT_BF16, 896, 19, 6);
+    check_invariance_mlx(8, 64, QT_F32, 896, 19, 17);
+    check_invariance_attn();
+}
+
 static void test_f32_ops(void) {
     static const int64_t ns[] = {0, 1, 3, 7, 8, 15, 16, 17, 31, 63, 64, 65, 100, 1000, 4867};
     float *a = malloc(5000 * sizeof(float)), *b = malloc(5000 * sizeof(float));
@@ -467,22 +613,32 @@ static void test_attn_v(void) {
                         }
                     CHECK(bad == 0, "%s attn_v nh=%d d=%lld npos=%lld: %d wrong", g_tables[t]->name, nh, (long long)d,
                           (long long)np, bad);
+                    /* each head alone gives the same bits as among the others */
+                    int diff = 0;
+                    for (int h = 0; h < nh; h++) {
+                        float one[160];
+                        g_tables[t]->attn_v(w + (size_t)h * ws, ws, 1, v, vs, np, d, one, 160);
+                        for (int64_t j = 0; j < d; j++) diff += one[j] != o1[(size_t)h * os + (size_t)j];
+                    }
+                    CHECK(diff == 0, "%s attn_v nh=%d d=%lld npos=%lld: %d values differ from the heads alone",
+                          g_tables[t]->name, nh, (long long)d, (long long)np, diff);
                 }
     free(w), free(v), free(o0), free(o1);
 }
 
 /* attn_qk: every table's scaled scores equal the reference's (relative to the sum of |terms|) and so does
- * each head's maximum, for head sizes and position counts around the 16-wide tiles; nothing past nh heads
- * or npos positions is written. */
+ * each head's maximum, for head counts around the 4-head tiles, head sizes, and position counts around the
+ * 16- and 64-wide tiles (keys in blocks of 16 positions, dimension-major: dimension j of position p at
+ * k[(p / 16) * ks + j * 16 + p % 16]); nothing past nh heads or npos positions is written. */
 static void test_attn_qk(void) {
-    static const int nhs[] = {1, 2, 3, 5, 16};
-    static const int64_t ds[] = {1, 8, 16, 31, 64, 65, 128};
-    static const int64_t nps[] = {0, 1, 2, 15, 16, 17, 33, 300};
-    const size_t qs = 160, ks = 200, ss = 320;
-    float *q = malloc(17 * qs * sizeof(float)), *k = malloc(300 * ks * sizeof(float));
+    static const int nhs[] = {1, 2, 3, 4, 5, 7, 16};
+    static const int64_t ds[] = {1, 3, 8, 16, 31, 64, 65, 128};
+    static const int64_t nps[] = {0, 1, 2, 15, 16, 17, 33, 63, 64, 65, 129, 300};
+    const size_t qs = 160, ks = 16 * 128 + 16, ss = 320, nblk = 19; /* 300 positions */
+    float *q = malloc(17 * qs * sizeof(float)), *k = malloc(nblk * ks * sizeof(float));
     float *s0 = malloc(17 * ss * sizeof(float)), *s1 = malloc(17 * ss * sizeof(float));
     for (size_t i = 0; i < 17 * qs; i++) q[i] = frnd();
-    for (size_t i = 0; i < 300 * ks; i++) k[i] = frnd() * 2;
+    for (size_t i = 0; i < nblk * ks; i++) k[i] = frnd() * 2;
     for (int t = 1; t < g_ntables; t++)
         for (size_t a = 0; a < sizeof nhs / sizeof *nhs; a++)
             for (size_t b = 0; b < sizeof ds / sizeof *ds; b++)
@@ -504,7 +660,7 @@ static void test_attn_qk(void) {
                                 continue;
                             }
                             double mag = 0;
-                            for (int64_t j = 0; j < d; j++) mag += fabs((double)q[(size_t)h * qs + (size_t)j] * k[(size_t)p * ks + (size_t)j]);
+                            for (int64_t j = 0; j < d; j++) mag += fabs((double)q[(size_t)h * qs + (size_t)j] * k[(size_t)(p / 16) * ks + (size_t)j * 16 + (size_t)(p % 16)]);
                             mag *= 0.125;
                             mmag = mag > mmag ? mag : mmag;
                             bad += !(fabs((double)s0[i] - s1[i]) <= 1e-5 * mag + 1e-7);
@@ -515,6 +671,16 @@ static void test_attn_qk(void) {
                     }
                     CHECK(bad == 0, "%s attn_qk nh=%d d=%lld npos=%lld: %d wrong", g_tables[t]->name, nh, (long long)d,
                           (long long)np, bad);
+                    /* each head alone gives the same bits as among the others (the batch decides nh) */
+                    int diff = 0;
+                    for (int h = 0; h < nh; h++) {
+                        float one[300], m1h;
+                        g_tables[t]->attn_qk(q + (size_t)h * qs, qs, 1, k, ks, np, d, 0.125f, one, 300, &m1h);
+                        for (int64_t p = 0; p < np; p++) diff += one[p] != s1[(size_t)h * ss + (size_t)p];
+                        diff += np > 0 && m1h != m1[h];
+                    }
+                    CHECK(diff == 0, "%s attn_qk nh=%d d=%lld npos=%lld: %d values differ from the heads alone",
+                          g_tables[t]->name, nh, (long long)d, (long long)np, diff);
                 }
     free(q), free(k), free(s0), free(s1);
 }
@@ -567,5 +733,6 @@ int main(void) {
     test_nan_act();
     test_matmul();
     test_matmul_mlx();
+    test_invariance();
     return DONE("test_kernels");
 }

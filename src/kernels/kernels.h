@@ -1,7 +1,8 @@
 /* kernels.h — the CPU compute kernels behind the forward pass, as a table of function pointers chosen
  * once at run time by CPU detection. kernels_ref.c is the scalar reference (always built, the meaning of
  * every kernel); kernels_avx2.c, kernels_avx512.c and kernels_neon.c are fast versions that must match it
- * (tests/test_kernels.c checks every one on random and odd shapes). Intrinsics live only in those files. */
+ * within float rounding, and must round each output the same way whatever the batch (matmul below;
+ * tests/test_kernels.c checks both on random and odd shapes). Intrinsics live only in those files. */
 #ifndef LAYA_KERNELS_H
 #define LAYA_KERNELS_H
 
@@ -17,9 +18,8 @@
  * K must be a multiple of the weight type's block size (the model loader checks this). */
 size_t kn_act_row_bytes(uint32_t wtype, int64_t K);
 /* s[h * s_stride + p] *= scale for h < nh, p < npos, and mx[h] = the maximum of head h's (scalar; for the
- * tables whose attn_qk is their F32 matmul followed by this). */
+ * tables whose attn_qk computes raw scores and then calls this). */
 void kn_scale_max(float *s, size_t s_stride, int nh, int64_t npos, float scale, float *mx);
-
 typedef struct kn_ops {
     const char *name; /* "scalar", "avx2", "avx512", "neon" */
 
@@ -27,7 +27,13 @@ typedef struct kn_ops {
     void (*quantize_act)(uint32_t wtype, const float *x, void *xq, int64_t K);
 
     /* y[b * ldy + r] = dot(W row r, activation row b) for r in [r0, r1) and b in [0, B).
-     * W points at row 0; w_row_bytes = qt_row_bytes(wtype, K); act rows are act_row_bytes apart. */
+     * W points at row 0; w_row_bytes = qt_row_bytes(wtype, K); act rows are act_row_bytes apart.
+     * Batch invariance (this and matmul_mlx, attn_qk, attn_v per head): each output is a function of
+     * its weight row and activation row alone, bit for bit the same for any B, r0, r1 or place in the
+     * batch, even where a table takes another code path for large B. The forward pass relies on it: a
+     * prompt decoded in one batch gives the logits of its tokens decoded one at a time. With q8
+     * activations even a one-ulp difference matters: it flips a rounding in the next layer's
+     * quantization, and the bundled model's logits then move by ~0.1. */
     void (*matmul)(uint32_t wtype, const void *W, size_t w_row_bytes, const void *act,
                    size_t act_row_bytes, int B, int64_t K, int64_t r0, int64_t r1, float *y, size_t ldy);
 
@@ -51,10 +57,13 @@ typedef struct kn_ops {
      * overwritten). */
     void (*attn_v)(const float *w, size_t w_stride, int nh, const float *v, size_t v_stride, int64_t npos,
                    int64_t d, float *out, size_t out_stride);
-    /* Attention scores of nh query heads against keys they share: for h < nh and p < npos,
-     * s[h * s_stride + p] = scale * dot(q + h * q_stride, k + p * k_stride) over d elements, and
-     * mx[h] = the largest of them (-inf when npos is 0). */
-    void (*attn_qk)(const float *q, size_t q_stride, int nh, const float *k, size_t k_stride, int64_t npos,
+    /* Attention scores of nh query heads against keys they share. The keys are stored in blocks of 16
+     * positions, each block dimension-major: dimension j of position p at
+     * kt[(p / 16) * kt_stride + j * 16 + p % 16] (kt_stride >= 16 * d apart), so 16 positions are one
+     * vector per dimension, no horizontal sums are needed and a block is one sequential 64 d-byte read.
+     * For h < nh and p < npos: s[h * s_stride + p] = scale * sum over j < d of q[h * q_stride + j] * key(p, j),
+     * and mx[h] = the largest of them (-inf when npos is 0). */
+    void (*attn_qk)(const float *q, size_t q_stride, int nh, const float *kt, size_t kt_stride, int64_t npos,
                     int64_t d, float scale, float *s, size_t s_stride, float *mx);
 } kn_ops;
 

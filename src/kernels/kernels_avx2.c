@@ -659,10 +659,39 @@ static void avx2_attn_v(const float *w, size_t w_stride, int nh, const float *v,
     }
 }
 
-/* The scores through this table's F32 matmul (keys as weight rows, heads as activation rows), then scaled. */
-static void avx2_attn_qk(const float *q, size_t q_stride, int nh, const float *k, size_t k_stride, int64_t npos,
-                        int64_t d, float scale, float *s, size_t s_stride, float *mx) {
-    avx2_matmul(QT_F32, k, k_stride * sizeof(float), q, q_stride * sizeof(float), nh, d, 0, npos, s, s_stride);
+/* One block of 16 positions (two vectors) for up to two heads at a time, the key block read once per pair;
+ * a partial last block is computed whole from a zero-padded copy. Then scaled, with the maxima. */
+static void avx2_attn_qk(const float *q, size_t q_stride, int nh, const float *kt, size_t kt_stride, int64_t npos,
+                         int64_t d, float scale, float *s, size_t s_stride, float *mx) {
+    for (int64_t p0 = 0; p0 < npos; p0 += 16) {
+        const float *kb = kt + (size_t)(p0 / 16) * kt_stride;
+        int np = npos - p0 < 16 ? (int)(npos - p0) : 16;
+        for (int h0 = 0; h0 < nh; h0 += 2) {
+            int hn = nh - h0 < 2 ? nh - h0 : 2;
+            __m256 acc[2][2] = {{_mm256_setzero_ps(), _mm256_setzero_ps()}, {_mm256_setzero_ps(), _mm256_setzero_ps()}};
+            for (int64_t j = 0; j < d; j++) {
+                __m256 k0, k1;
+                if (np == 16) {
+                    k0 = _mm256_loadu_ps(kb + j * 16), k1 = _mm256_loadu_ps(kb + j * 16 + 8);
+                } else {
+                    float t[16] = {0};
+                    memcpy(t, kb + j * 16, (size_t)np * sizeof(float));
+                    k0 = _mm256_loadu_ps(t), k1 = _mm256_loadu_ps(t + 8);
+                }
+                for (int h = 0; h < hn; h++) {
+                    __m256 a = _mm256_broadcast_ss(q + (size_t)(h0 + h) * q_stride + (size_t)j);
+                    acc[h][0] = _mm256_fmadd_ps(a, k0, acc[h][0]);
+                    acc[h][1] = _mm256_fmadd_ps(a, k1, acc[h][1]);
+                }
+            }
+            for (int h = 0; h < hn; h++) {
+                float t[16];
+                _mm256_storeu_ps(t, acc[h][0]);
+                _mm256_storeu_ps(t + 8, acc[h][1]);
+                memcpy(s + (size_t)(h0 + h) * s_stride + (size_t)p0, t, (size_t)np * sizeof(float));
+            }
+        }
+    }
     kn_scale_max(s, s_stride, nh, npos, scale, mx);
 }
 

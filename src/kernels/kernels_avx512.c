@@ -174,17 +174,29 @@ INLINE void mm_float(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *a
 /* The row is taken four 32-element blocks ("a group") at a time, as the blocks lie in the file (18 or
  * 34 bytes each, unaligned). vpermb / vpermt2b gather the group's quant bytes into two vectors, L (elements
  * 0-15 of each block) and H (elements 16-31), so 32-bit lane 4j+u covers elements 4u..4u+3 and
- * 16+4u..16+4u+3 of block j, and the four fp16 scales into four lanes each. Per group and activation row:
- * two vpdpbusd, one convert, one multiply and one multiply-add; the weight decoding is shared by every
- * activation row of the tile. vpdpbusd takes the weights as unsigned bytes (Q4_0's raw nibbles, q + 8;
- * Q8_0's bytes xor 0x80, q + 128); each lane starts from minus that offset times the sum of the eight
- * activations it sees, so it holds an exact integer partial dot product. The activations are regrouped
- * into the same lane order once per call and tile (q_prep). Reads stay inside the row: a partial last
- * group is loaded with masks. At B = 1 on one thread, weights in L2: 22 GB/s for Q4_0 and 31 GB/s for
- * Q8_0, against 9 and 17 for the previous two-rows-per-vector kernel (bench/bench_kernels.c). */
+ * 16+4u..16+4u+3 of block j. Per group and activation row: two vpdpbusd; the weight decoding is shared by
+ * every activation row of the tile. vpdpbusd takes the weights as unsigned bytes (Q4_0's raw nibbles,
+ * q + 8; Q8_0's bytes xor 0x80, q + 128); each lane starts from minus that offset times the sum of the
+ * eight activations it sees, so it holds an exact integer partial dot product. The activations are
+ * regrouped into the same lane order once per call and tile (q_prep). Reads stay inside the row: a
+ * partial last group is loaded with masks. At B = 1 on one thread, weights in L2: 22 GB/s for Q4_0 and
+ * 31 GB/s for Q8_0, against 9 and 17 for the previous two-rows-per-vector kernel (bench/bench_kernels.c).
+ *
+ * The float arithmetic is that of each output alone, whatever the batch, so that this kernel and the
+ * panel kernel below (B >= PANEL_MIN_B) give every output the same bits (kernels.h; before, the two
+ * summed in different orders and a prompt decoded in one batch got other logits): per block, the exact
+ * integer dot product (integer adds of the block's four lanes) times dw * da (exact: two fp16 values) is
+ * added by fma, in block order, to one of two chains, the even blocks' or the odd blocks'; every PKB
+ * blocks (from block 0) even + odd is added to the output's running sum and the chains restart at 0.
+ * Four (weight row, activation row) pairs share the float work: after the integer adds, lane 4j+k holds
+ * pair k's block j, so a group takes one convert, one multiply and two 8-lane fmas per four pairs, and
+ * the weight scales of the four pairs are gathered as fp16 into one vector. */
 #define QG 4   /* blocks per group */
 #define QKC 48 /* groups per K chunk (K up to 6144 in one pass); q_prep: 256 B per group and row, 48 KB */
 #define QB 4   /* activation rows per register tile */
+/* Blocks per float chunk: the panel kernel's K chunk (its chains do not outlive one). QG * QKC is a
+ * multiple of it. */
+#define PKB 32
 
 typedef struct q_prep {
     __m512i lo[QB][QKC], hi[QB][QKC]; /* activation bytes in the L and H lane orders */
@@ -195,9 +207,11 @@ typedef struct q_prep {
 #define R4(b) b, b + 1, b + 2, b + 3
 #define R16(b) R4(b), R4(b + 4), R4(b + 8), R4(b + 12)
 #define D4(o) o, o + 1, o, o + 1, o, o + 1, o, o + 1
+#define D2(o) o, o + 1, o + 64, o + 65, o, o + 1, o + 64, o + 65
 /* byte indexes, into the 128 bytes of two registers, of L, H and the scales' fp16 words */
 static const uint8_t g_idx_q4[64] __attribute__((aligned(64))) = {R16(2), R16(20), R16(38), R16(56)};
-static const uint8_t g_idx_q4d[64] __attribute__((aligned(64))) = {D4(0), D4(18), D4(36), D4(54)};
+/* Q4_0 scales of two rows (a group each, in the two registers): word 4j+k is block j of row k & 1 */
+static const uint8_t g_idx_q4d2[64] __attribute__((aligned(64))) = {D2(0), D2(18), D2(36), D2(54)};
 static const uint8_t g_idx_q8l[64] __attribute__((aligned(64))) = {R16(2), R16(36), R16(70), R16(104)};
 /* H of Q8_0 from bytes 18..81 and 72..135 of the group: both loads stay inside its 136 bytes */
 static const uint8_t g_idx_q8h[64] __attribute__((aligned(64))) = {R16(0), R16(34), R16(78), R16(112)};
@@ -205,6 +219,7 @@ static const uint8_t g_idx_q8d[64] __attribute__((aligned(64))) = {D4(0), D4(34)
 #undef R4
 #undef R16
 #undef D4
+#undef D2
 
 INLINE __m512i idx_load(const uint8_t *t) { return _mm512_load_si512((const void *)t); }
 
@@ -216,17 +231,19 @@ INLINE __m512i load_part(const uint8_t *p, int o, int n, int full) {
     return _mm512_maskz_loadu_epi8(k, p + o);
 }
 
-/* One group of Q8_0 blocks (weights or activations) at p: L, H and the scales. n: bytes present when
- * !full (a partial group: missing blocks come out zero). */
-INLINE void q8_group(const uint8_t *p, int full, int n, __m512i *L, __m512i *H, __m512 *d) {
+/* One group of Q8_0 blocks (weights or activations) at p: L, H and the four fp16 scales, each in four
+ * words (4j..4j+3: block j). n: bytes present when !full (a partial group: missing blocks come out zero). */
+INLINE void q8_group(const uint8_t *p, int full, int n, __m512i *L, __m512i *H, __m256i *d) {
     __m512i r0 = load_part(p, 0, n, full), r1 = load_part(p, 64, n, full);
     __m512i r0h = load_part(p, 18, n, full), r2 = load_part(p, 72, n, full);
     *L = _mm512_permutex2var_epi8(r0, idx_load(g_idx_q8l), r1);
     *H = _mm512_permutex2var_epi8(r0h, idx_load(g_idx_q8h), r2);
-    *d = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutex2var_epi8(r0, idx_load(g_idx_q8d), r1)));
+    *d = _mm512_castsi512_si256(_mm512_permutex2var_epi8(r0, idx_load(g_idx_q8d), r1));
 }
 
-INLINE void w_group(uint32_t wt, const uint8_t *p, int full, int n, __m512i *L, __m512i *H, __m512 *d) {
+/* A group of weights: L and H as unsigned bytes; for Q8_0 also the scales as q8_group gives them (Q4_0's
+ * are gathered two rows at a time by the caller). */
+INLINE void w_group(uint32_t wt, const uint8_t *p, int full, int n, __m512i *L, __m512i *H, __m256i *d) {
     if (wt == QT_Q8_0) {
         q8_group(p, full, n, L, H, d);
         const __m512i flip = _mm512_set1_epi8((char)0x80);
@@ -239,7 +256,7 @@ INLINE void w_group(uint32_t wt, const uint8_t *p, int full, int n, __m512i *L, 
         __m512i q = _mm512_permutex2var_epi8(r0, idx_load(g_idx_q4), r1);
         *L = _mm512_and_si512(q, m4);
         *H = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
-        *d = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi8(idx_load(g_idx_q4d), r0)));
+        *d = _mm256_setzero_si256();
     }
 }
 
@@ -251,29 +268,33 @@ static void q_prep_tile(q_prep *pp, int nb, const uint8_t *const *a, int64_t k0,
             const uint8_t *p = a[t] + (size_t)(k0 + g * QG) * sizeof(block_q8_0);
             int left = (int)LAYA_MIN(QG, nblk - g * QG);
             __m512i L, H;
-            __m512 d;
+            __m256i d;
             if (left == QG) q8_group(p, 1, 0, &L, &H, &d);
             else q8_group(p, 0, left * (int)sizeof(block_q8_0), &L, &H, &d);
             __m512i s = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, L), ones, H);
             pp->lo[t][g] = L;
             pp->hi[t][g] = H;
             pp->corr[t][g] = _mm512_mullo_epi32(s, moff);
-            pp->da[t][g] = d;
+            pp->da[t][g] = _mm512_cvtph_ps(d);
         }
 }
 
-/* Four vectors to their four sums. */
-INLINE __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
-    __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b)); /* a0+a2 b0+b2 a1+a3 b1+b3 */
-    __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
-    __m512 s = _mm512_add_ps(_mm512_shuffle_ps(ab, cd, 0x44), _mm512_shuffle_ps(ab, cd, 0xee)); /* a b c d per lane */
-    __m256 h = _mm256_add_ps(_mm512_castps512_ps256(s), _mm512_extractf32x8_ps(s, 1));
-    return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+/* Four pairs' partial sums (lane 4j+u: block j, lanes u) to lane 4j+k: pair k's sum over block j. */
+INLINE __m512i block_sums4(__m512i s0, __m512i s1, __m512i s2, __m512i s3) {
+    __m512i ab = _mm512_add_epi32(_mm512_unpacklo_epi32(s0, s1), _mm512_unpackhi_epi32(s0, s1));
+    __m512i cd = _mm512_add_epi32(_mm512_unpacklo_epi32(s2, s3), _mm512_unpackhi_epi32(s2, s3));
+    return _mm512_add_epi32(_mm512_unpacklo_epi64(ab, cd), _mm512_unpackhi_epi64(ab, cd));
 }
 
-/* One group of nr weight rows (p[j]) against nb activation rows: acc[b * nr + j] += the group's dot. */
+/* Lane k holds pair k's even chain, lane 4 + k its odd one: lane k of the result is their sum. */
+INLINE __m128 chains_sum(__m256 v) { return _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)); }
+
+/* One group of nr weight rows (p[j]) against nb activation rows. Pair b * nr + j goes to lane k = pair % 4
+ * (even chain) and 4 + k (odd chain) of acc[pair / 4]. nr * nb is 4, 6 or 8 (nr 4 only with nb 1). */
 INLINE void q_group_step(uint32_t wt, int nr, int nb, const uint8_t *const *p, int full, int n, const q_prep *pp,
-                         int64_t g, __m512 *acc) {
+                         int64_t g, __m256 *acc) {
+    __m512i s[8];
+    __m256i dh[4];
 #pragma GCC unroll 4
     for (int j = 0; j < nr; j++) {
         if (full) {
@@ -282,25 +303,56 @@ INLINE void q_group_step(uint32_t wt, int nr, int nb, const uint8_t *const *p, i
             if (wt == QT_Q8_0) _mm_prefetch((const char *)p[j] + PREFETCH + 128, _MM_HINT_T0);
         }
         __m512i L, H;
-        __m512 dw;
-        w_group(wt, p[j], full, n, &L, &H, &dw);
+        w_group(wt, p[j], full, n, &L, &H, &dh[j]);
 #pragma GCC unroll 4
-        for (int b = 0; b < nb; b++) {
-            __m512i s = _mm512_dpbusd_epi32(pp->corr[b][g], L, pp->lo[b][g]);
-            s = _mm512_dpbusd_epi32(s, H, pp->hi[b][g]);
-            acc[b * nr + j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, pp->da[b][g]), acc[b * nr + j]);
+        for (int b = 0; b < nb; b++)
+            s[b * nr + j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(pp->corr[b][g], L, pp->lo[b][g]), H, pp->hi[b][g]);
+    }
+#pragma GCC unroll 4
+    for (int i = nr * nb; i < 8; i++) s[i] = _mm512_setzero_si512();
+    /* the weight scales of the pairs (word 4j+k: row of pair k), the same for every four pairs */
+    __m256i wh;
+    if (wt == QT_Q4_0) {
+        wh = _mm512_castsi512_si256(_mm512_permutex2var_epi8(load_part(p[0], 0, n, full), idx_load(g_idx_q4d2),
+                                                             load_part(p[1], 0, n, full)));
+        if (nr == 4) {
+            __m512i hi = _mm512_permutex2var_epi8(load_part(p[2], 0, n, full), idx_load(g_idx_q4d2),
+                                                  load_part(p[3], 0, n, full));
+            wh = _mm256_mask_blend_epi16(0xcccc, wh, _mm512_castsi512_si256(hi));
         }
+    } else if (nr == 4) {
+        wh = _mm256_mask_blend_epi16(0x2222, dh[0], dh[1]);
+        wh = _mm256_mask_blend_epi16(0x4444, wh, dh[2]);
+        wh = _mm256_mask_blend_epi16(0x8888, wh, dh[3]);
+    } else {
+        wh = _mm256_mask_blend_epi16(0xaaaa, dh[0], dh[1]);
+    }
+    const __m512 ws = _mm512_cvtph_ps(wh);
+#pragma GCC unroll 2
+    for (int q = 0; q < (nr * nb + 3) / 4; q++) {
+        __m512i S = block_sums4(s[4 * q], s[4 * q + 1], s[4 * q + 2], s[4 * q + 3]);
+        __m512 as = nr == 4 ? pp->da[0][g]
+                            : _mm512_mask_blend_ps(0xcccc, pp->da[2 * q][g], pp->da[LAYA_MIN(2 * q + 1, nb - 1)][g]);
+        __m512 t = _mm512_cvtepi32_ps(S), sc = _mm512_mul_ps(ws, as);
+        /* blocks 0 and 1 of the group into the two chains, then blocks 2 and 3 */
+        acc[q] = _mm256_fmadd_ps(_mm512_castps512_ps256(t), _mm512_castps512_ps256(sc), acc[q]);
+        acc[q] = _mm256_fmadd_ps(_mm512_extractf32x8_ps(t, 1), _mm512_extractf32x8_ps(sc, 1), acc[q]);
     }
 }
 
-/* nr weight rows (w[j], at the chunk's first block) x nb activation rows over nblk blocks; sums in
- * out[b * nr + j]. nr * nb is 4, 6 or 8. */
+/* nr weight rows (w[j], at the chunk's first block) x nb activation rows over nblk blocks; the sums go to
+ * out[b * nr + j], starting from init[b * nr + j] (NULL: 0). */
 INLINE void q_tile(uint32_t wt, int nr, int nb, const uint8_t *const *w, const q_prep *pp, int64_t nblk,
-                   float *out) {
+                   const float *init, float *out) {
     const size_t gsz = QG * (wt == QT_Q8_0 ? sizeof(block_q8_0) : sizeof(block_q4_0));
-    __m512 acc[8];
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; i++) acc[i] = _mm512_setzero_ps();
+    const int nq = (nr * nb + 3) / 4;
+    __m256 acc[2];
+    __m128 run[2];
+#pragma GCC unroll 2
+    for (int q = 0; q < nq; q++) {
+        acc[q] = _mm256_setzero_ps();
+        run[q] = init ? _mm_loadu_ps(init + 4 * q) : _mm_setzero_ps();
+    }
     const int64_t nfull = nblk / QG, rem = nblk % QG;
     const uint8_t *p[4];
 #pragma GCC unroll 4
@@ -309,10 +361,16 @@ INLINE void q_tile(uint32_t wt, int nr, int nb, const uint8_t *const *w, const q
         q_group_step(wt, nr, nb, p, 1, 0, pp, g, acc);
 #pragma GCC unroll 4
         for (int j = 0; j < nr; j++) p[j] += gsz;
+        if ((g + 1) % (PKB / QG) == 0)
+#pragma GCC unroll 2
+            for (int q = 0; q < nq; q++) run[q] = _mm_add_ps(run[q], chains_sum(acc[q])), acc[q] = _mm256_setzero_ps();
     }
     if (rem) q_group_step(wt, nr, nb, p, 0, (int)(rem * gsz / QG), pp, nfull, acc);
-    _mm_storeu_ps(out, reduce4(acc[0], acc[1], acc[2], acc[3]));
-    if (nr * nb > 4) _mm_storeu_ps(out + 4, reduce4(acc[4], acc[5], acc[6], acc[7]));
+    if (nfull % (PKB / QG) || rem)
+#pragma GCC unroll 2
+        for (int q = 0; q < nq; q++) run[q] = _mm_add_ps(run[q], chains_sum(acc[q]));
+    _mm_storeu_ps(out, run[0]);
+    if (nq > 1) _mm_storeu_ps(out + 4, run[1]);
 }
 
 INLINE void mm_q8(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act, size_t arb, int B, int64_t K,
@@ -336,16 +394,22 @@ INLINE void mm_q8(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act,
                 for (int64_t r = c0; r < c1; r += nr) {
                     const uint8_t *w[4];
                     for (int j = 0; j < nr; j++) w[j] = W + (size_t)LAYA_MIN(r + j, c1 - 1) * wrb + (size_t)k0 * bsz;
-                    float out[8];
+                    /* later K chunks continue each output's running sum */
+                    float out[8], init[8];
+                    if (k0 > 0)
+                        for (int t = 0; t < nb; t++)
+                            for (int j = 0; j < nr; j++)
+                                init[t * nr + j] = y[(size_t)(b0 + t) * ldy + (size_t)LAYA_MIN(r + j, c1 - 1)];
+                    const float *in = k0 > 0 ? init : NULL;
                     switch (nb) {
-                    case 1: q_tile(wt, 4, 1, w, &pp, nk, out); break;
-                    case 2: q_tile(wt, 2, 2, w, &pp, nk, out); break;
-                    case 3: q_tile(wt, 2, 3, w, &pp, nk, out); break;
-                    default: q_tile(wt, 2, 4, w, &pp, nk, out); break;
+                    case 1: q_tile(wt, 4, 1, w, &pp, nk, in, out); break;
+                    case 2: q_tile(wt, 2, 2, w, &pp, nk, in, out); break;
+                    case 3: q_tile(wt, 2, 3, w, &pp, nk, in, out); break;
+                    default: q_tile(wt, 2, 4, w, &pp, nk, in, out); break;
                     }
                     for (int t = 0; t < nb; t++)
                         for (int j = 0; j < nr && r + j < c1; j++)
-                            put(y + (size_t)(b0 + t) * ldy + (size_t)(r + j), out[t * nr + j], k0 > 0);
+                            y[(size_t)(b0 + t) * ldy + (size_t)(r + j)] = out[t * nr + j];
                 }
             }
         }
@@ -360,9 +424,9 @@ INLINE void mm_q8(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act,
  * 2 vpdpbusd and three float operations per four rows-blocks in the decode kernel above. Regrouping a
  * panel (nibble split, a 16x8 dword transpose in three rounds of vpermt2d) costs about as much as one
  * activation row and is shared by up to PSUPER of them; the activations' scales and offset corrections
- * are computed once per K chunk for those rows. */
+ * are computed once per K chunk for those rows. The float sums follow the decode kernel's order (above),
+ * so an output does not depend on which of the two kernels computed it. */
 #define PANEL_MIN_B 16
-#define PKB 32    /* blocks per K chunk: the panel takes 9 * 64 bytes per block (18 KB) */
 #define PA 8      /* activation rows per register tile */
 #define PSUPER 64 /* activation rows sharing one regrouped panel: their scales and corrections take 16 KB */
 
@@ -430,34 +494,49 @@ static void pack_panel(uint32_t wt, const uint8_t *W, size_t wrb, int64_t row0, 
     }
 }
 
-/* acc[b] lane r += dot(row r, activation row b) over the panel's nk blocks, for na activation rows. */
+/* out[b] lane r = dot(row r, activation row b) over the panel's nk blocks (at most PKB, from a multiple
+ * of PKB), for na activation rows, in the decode kernel's float order: the even blocks' chain plus the
+ * odd blocks', each in a pass of its own (one accumulator per activation row: with two, the tile runs
+ * out of registers). */
 INLINE void panel_tile(int na, const q_panel *P, int nk, const uint8_t *const *a, const float (*da)[PKB],
                        const int32_t (*corr)[PKB], __m512 *out) {
-    __m512 acc[PA];
+    /* The even chains wait in memory during the odd pass: the empty asm keeps the compiler from holding
+     * them in registers, where they made the pass spill (measured 3% slower). */
+    __m512 even[PA];
+    __asm__ volatile("" : : "r"(even) : "memory");
+    for (int c = 0; c < 2; c++) {
+        __m512 acc[PA];
 #pragma GCC unroll 8
-    for (int b = 0; b < na; b++) acc[b] = _mm512_setzero_ps();
-    for (int i = 0; i < nk; i++) {
-        __m512i w[8];
+        for (int b = 0; b < na; b++) acc[b] = _mm512_setzero_ps();
+        for (int i = c; i < nk; i += 2) {
+            __m512i w[8];
 #pragma GCC unroll 8
-        for (int t = 0; t < 8; t++) w[t] = P->w[i][t];
-        __m512 dw = P->dw[i];
+            for (int t = 0; t < 8; t++) w[t] = P->w[i][t];
+            __m512 dw = P->dw[i];
 #pragma GCC unroll 8
-        for (int b = 0; b < na; b++) {
-            const uint8_t *qs = a[b] + (size_t)i * sizeof(block_q8_0) + 2;
-            /* two chains of four: vpdpbusd's latency would otherwise bound the loop */
-            __m512i s2[2] = {_mm512_set1_epi32(corr[b][i]), _mm512_setzero_si512()};
+            for (int b = 0; b < na; b++) {
+                const uint8_t *qs = a[b] + (size_t)i * sizeof(block_q8_0) + 2;
+                /* two chains of four: vpdpbusd's latency would otherwise bound the loop */
+                __m512i s2[2] = {_mm512_set1_epi32(corr[b][i]), _mm512_setzero_si512()};
 #pragma GCC unroll 8
-            for (int t = 0; t < 8; t++) {
-                int32_t v;
-                memcpy(&v, qs + 4 * t, 4);
-                s2[t & 1] = _mm512_dpbusd_epi32(s2[t & 1], w[t], _mm512_set1_epi32(v));
+                for (int t = 0; t < 8; t++) {
+                    int32_t v;
+                    memcpy(&v, qs + 4 * t, 4);
+                    s2[t & 1] = _mm512_dpbusd_epi32(s2[t & 1], w[t], _mm512_set1_epi32(v));
+                }
+                __m512i s = _mm512_add_epi32(s2[0], s2[1]);
+                acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(da[b][i])), acc[b]);
             }
-            __m512i s = _mm512_add_epi32(s2[0], s2[1]);
-            acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(da[b][i])), acc[b]);
+        }
+        if (c == 0) {
+#pragma GCC unroll 8
+            for (int b = 0; b < na; b++) _mm512_store_ps((float *)&even[b], acc[b]);
+            __asm__ volatile("" : : "r"(even) : "memory");
+        } else {
+#pragma GCC unroll 8
+            for (int b = 0; b < na; b++) out[b] = _mm512_add_ps(_mm512_load_ps((const float *)&even[b]), acc[b]);
         }
     }
-#pragma GCC unroll 8
-    for (int b = 0; b < na; b++) out[b] = acc[b];
 }
 
 /* noinline: its 34 KB of stack must not add to the decode kernel's 48 KB in avx512_matmul's frame */
@@ -511,6 +590,190 @@ __attribute__((noinline)) static void mm_q8_panel(uint32_t wt, const uint8_t *W,
                         _mm512_mask_storeu_ps(yp, m, v);
                     }
                 }
+            }
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- Q8_0 / Q4_0, small batches: rows in lanes */
+
+/* For RL_MIN_B <= B < PANEL_MIN_B (decode steps of several sequences): sixteen weight rows in the sixteen 32-bit
+ * lanes, as in the panel kernel, but each block is regrouped in registers as it is used instead of into a
+ * panel in memory: the 16-byte quant runs of four rows go into the four 128-bit lanes of a vector (Q8_0:
+ * two such vectors, elements 0-15 and 16-31), and a 4x4 transpose of dwords within the 128-bit lanes (eight
+ * unpacks) leaves lane 4j+g holding row 4g+j. Then per block and activation row: eight vpdpbusd with the
+ * activation's dwords broadcast from memory, one convert, one multiply and one multiply-add serve sixteen
+ * rows, where the decode kernel above spends two vpdpbusd and three float operations on four rows' blocks
+ * (its float work is per activation row; here it is per sixteen weight rows). The weight scales of the
+ * sixteen rows come from one gather per block (copying them into lane order once per K chunk was slower).
+ *
+ * Float order, per output: the exact integer dot product of each block times dw * da (exact, two fp16
+ * values) is added by fma, in block order, to one of two chains, the even blocks' or the odd blocks'; each
+ * PKB blocks from block 0, even + odd is added to the output's running sum and the chains restart. The
+ * order does not depend on B, on the row's place in the batch or on the row range. */
+/* From 5 rows on (RL_MIN_B; 16 would switch it off) it is faster than the decode kernel (typing Q8_0, one
+ * thread: decode B = 8 3.68 -> 2.54 ms, prefill 8 tokens 2984 -> 4295 tok/s); at B = 4 both take the same
+ * time and at 2 the decode kernel is faster. Its outputs are bit for bit those of the decode kernel (B = 1)
+ * and the panel, which sum in the same order: tests/test_kernels.c (test_invariance) checks every B from 3
+ * to 17 against the rows alone through avx512_matmul, K = 32 ... 6176, Q4_0 and Q8_0. */
+#ifndef RL_MIN_B
+#define RL_MIN_B 5
+#endif
+#define RL_KC 192 /* blocks per K chunk (K up to 6144 per pass): scales and corrections 1.5 KB per row */
+#define RL_B 8    /* activation rows per register tile: even and odd chains, 16 vectors */
+
+static const int32_t g_rl_unperm[16] __attribute__((aligned(64))) = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
+
+/* In-lane 4x4 transpose of dwords: x[g] 128-bit lane j dword u -> x[u] 128-bit lane j dword g. */
+INLINE void tr4x4(__m512i x[4]) {
+    __m512i t0 = _mm512_unpacklo_epi32(x[0], x[1]), t1 = _mm512_unpackhi_epi32(x[0], x[1]);
+    __m512i t2 = _mm512_unpacklo_epi32(x[2], x[3]), t3 = _mm512_unpackhi_epi32(x[2], x[3]);
+    x[0] = _mm512_unpacklo_epi64(t0, t2), x[1] = _mm512_unpackhi_epi64(t0, t2);
+    x[2] = _mm512_unpacklo_epi64(t1, t3), x[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
+/* 16 bytes at p + o[4g + j] + at into 128-bit lane j of v[g]. */
+INLINE void rl_load(const uint8_t *p, const size_t *o, int at, __m512i v[4]) {
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; g++) {
+        __m512i z = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(p + o[4 * g] + at)));
+        z = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(p + o[4 * g + 1] + at)), 1);
+        z = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(p + o[4 * g + 2] + at)), 2);
+        v[g] = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(p + o[4 * g + 3] + at)), 3);
+    }
+}
+
+/* Block at p of 16 rows (row r at p + o[r]; gidx: the same offsets in lane order): w[t] lane 4j+g = the
+ * unsigned weight bytes of elements 4t..4t+3 of row 4g+j's block; dw = its scale. */
+INLINE void rl_block(uint32_t wt, const uint8_t *p, const size_t *o, __m512i gidx, __m512i w[8], __m512 *dw) {
+    __m512i a[4];
+    rl_load(p, o, 2, a);
+    tr4x4(a);
+    if (wt == QT_Q4_0) {
+        const __m512i m4 = _mm512_set1_epi8(15);
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++) {
+            w[u] = _mm512_and_si512(a[u], m4);
+            w[4 + u] = _mm512_and_si512(_mm512_srli_epi16(a[u], 4), m4);
+        }
+    } else {
+        const __m512i flip = _mm512_set1_epi8((char)0x80);
+        __m512i b[4];
+        rl_load(p, o, 18, b);
+        tr4x4(b);
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++) w[u] = _mm512_xor_si512(a[u], flip), w[4 + u] = _mm512_xor_si512(b[u], flip);
+    }
+    *dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(gidx, (const void *)p, 1)));
+}
+
+/* vpdpbusd with the signed operand a dword broadcast from memory ({1to16}: the load port broadcasts).
+ * GCC 12 folds _mm512_set1_epi32 of a load into fma's memory operand but not into vpdpbusd's, and the
+ * separate vpbroadcastd competes with vpdpbusd for the vector ports. */
+INLINE __m512i dpbusd_bcast(__m512i s, __m512i u, const uint8_t *p) {
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(s) : "v"(u), "m"(*(const int32_t(*)[1])p));
+    return s;
+}
+
+/* chain[b] += block i's products for nb activation rows (a[b]: activation row b's block i). */
+INLINE void rl_step(int nb, const __m512i w[8], __m512 dw, const uint8_t *const *a, const float *da,
+                    const int32_t *corr, size_t stride, __m512 *chain) {
+#pragma GCC unroll 8
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *qs = a[b] + 2;
+        /* two chains of four: vpdpbusd's latency would otherwise bound the loop */
+        __m512i s2[2] = {_mm512_set1_epi32(corr[(size_t)b * stride]), _mm512_setzero_si512()};
+#pragma GCC unroll 8
+        for (int t = 0; t < 8; t++) s2[t & 1] = dpbusd_bcast(s2[t & 1], w[t], qs + 4 * t);
+        __m512i sum = _mm512_add_epi32(s2[0], s2[1]);
+        chain[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, _mm512_set1_ps(da[(size_t)b * stride])), chain[b]);
+    }
+}
+
+/* 16 rows (o, gidx; the next panel's rows at next) x nb activation rows (act, arb) over the nk blocks of the K chunk starting at block k0
+ * (a multiple of PKB); run[b] (row order) gets each PKB chunk's even + odd. */
+INLINE void rl_tile(uint32_t wt, int nb, const uint8_t *W, const uint8_t *next, const size_t *o, __m512i gidx, const uint8_t *act,
+                    size_t arb, int64_t k0, int64_t nk, const float (*da)[RL_KC], const int32_t (*corr)[RL_KC],
+                    __m512 *run) {
+    const size_t bsz = wt == QT_Q8_0 ? sizeof(block_q8_0) : sizeof(block_q4_0);
+    const __m512i unperm = _mm512_load_si512((const void *)g_rl_unperm);
+    for (int64_t c0 = 0; c0 < nk; c0 += PKB) {
+        int64_t c1 = LAYA_MIN(nk, c0 + PKB);
+        __m512 ev[RL_B], od[RL_B];
+#pragma GCC unroll 8
+        for (int b = 0; b < nb; b++) ev[b] = _mm512_setzero_ps(), od[b] = _mm512_setzero_ps();
+        for (int64_t i = c0; i < c1; i++) {
+            const uint8_t *p = W + (size_t)(k0 + i) * bsz;
+            /* The sixteen rows are read as sixteen interleaved streams, which the hardware prefetcher does
+             * not keep ahead of (typing Q8_0 at B = 8 ran at half the decode kernel's speed with the weights
+             * out of L2); the next panel, the 16 * wrb bytes after this one, is prefetched as one stream
+             * instead, 16 * bsz bytes a block. */
+            const char *pf = (const char *)next + (size_t)(k0 + i) * 16 * bsz;
+            for (size_t q = 0; q < 16 * bsz; q += 64) _mm_prefetch(pf + q, _MM_HINT_T0);
+            __m512i w[8];
+            __m512 dw;
+            rl_block(wt, p, o, gidx, w, &dw);
+            const uint8_t *a[RL_B];
+#pragma GCC unroll 8
+            for (int b = 0; b < nb; b++) a[b] = act + (size_t)b * arb + (size_t)(k0 + i) * sizeof(block_q8_0);
+            if (i & 1) rl_step(nb, w, dw, a, &da[0][i], &corr[0][i], RL_KC, od);
+            else rl_step(nb, w, dw, a, &da[0][i], &corr[0][i], RL_KC, ev);
+        }
+#pragma GCC unroll 8
+        for (int b = 0; b < nb; b++)
+            run[b] = _mm512_add_ps(run[b], _mm512_permutexvar_ps(unperm, _mm512_add_ps(ev[b], od[b])));
+    }
+}
+
+__attribute__((noinline)) static void mm_q8_rows(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act,
+                                                 size_t arb, int B, int64_t K, int64_t r0, int64_t r1, float *y,
+                                                 size_t ldy) {
+    const int off = wt == QT_Q8_0 ? 128 : 8;
+    const int64_t nb_k = K / 32;
+    float da[PANEL_MIN_B][RL_KC];
+    int32_t corr[PANEL_MIN_B][RL_KC];
+    for (int64_t k0 = 0; k0 < nb_k; k0 += RL_KC) {
+        int64_t nk = LAYA_MIN(RL_KC, nb_k - k0);
+        for (int b = 0; b < B; b++) {
+            const block_q8_0 *ab = (const block_q8_0 *)(act + (size_t)b * arb) + k0;
+            for (int64_t i = 0; i < nk; i++) {
+                /* the byte sum via unsigned bytes: sum(a) = sum(a ^ 0x80) - 32 * 128 */
+                __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)ab[i].qs), _mm256_set1_epi8((char)0x80));
+                __m256i s4 = _mm256_sad_epu8(v, _mm256_setzero_si256());
+                __m128i s2 = _mm_add_epi64(_mm256_castsi256_si128(s4), _mm256_extracti128_si256(s4, 1));
+                int sum = (int)(_mm_cvtsi128_si64(s2) + _mm_extract_epi64(s2, 1)) - 32 * 128;
+                corr[b][i] = -off * sum;
+                da[b][i] = _cvtsh_ss(ab[i].d);
+            }
+        }
+        for (int64_t row0 = r0; row0 < r1; row0 += 16) {
+            int64_t nrows = LAYA_MIN(16, r1 - row0);
+            const uint8_t *Wr = W + (size_t)row0 * wrb;
+            size_t o[16];
+            int32_t go[16];
+            for (int r = 0; r < 16; r++) o[r] = (size_t)LAYA_MIN(r, nrows - 1) * wrb;
+            for (int l = 0; l < 16; l++) go[l] = (int32_t)o[4 * (l % 4) + l / 4]; /* lane 4j+g: row 4g+j */
+            const __m512i gidx = _mm512_loadu_si512((const void *)go);
+            const __mmask16 m = nrows == 16 ? 0xffff : (__mmask16)((1u << nrows) - 1);
+            for (int b0 = 0; b0 < B; b0 += RL_B) {
+                int nb = LAYA_MIN(RL_B, B - b0);
+                __m512 run[RL_B];
+                for (int b = 0; b < nb; b++) {
+                    float *yp = y + (size_t)(b0 + b) * ldy + (size_t)row0;
+                    run[b] = k0 > 0 ? _mm512_maskz_loadu_ps(m, yp) : _mm512_setzero_ps();
+                }
+                const uint8_t *ab = act + (size_t)b0 * arb;
+                switch (nb) {
+                case 1: rl_tile(wt, 1, Wr, Wr + 16 * wrb, o, gidx, ab, arb, k0, nk, da + b0, corr + b0, run); break;
+                case 2: rl_tile(wt, 2, Wr, Wr + 16 * wrb, o, gidx, ab, arb, k0, nk, da + b0, corr + b0, run); break;
+                case 3: rl_tile(wt, 3, Wr, Wr + 16 * wrb, o, gidx, ab, arb, k0, nk, da + b0, corr + b0, run); break;
+                case 4: rl_tile(wt, 4, Wr, Wr + 16 * wrb, o, gidx, ab, arb, k0, nk, da + b0, corr + b0, run); break;
+                case 5: rl_tile(wt, 5, Wr, Wr + 16 * wrb, o, gidx, ab, arb, k0, nk, da + b0, corr + b0, run); break;
+                case 6: rl_tile(wt, 6, Wr, Wr + 16 * wrb, o, gidx, ab, arb, k0, nk, da + b0, corr + b0, run); break;
+                case 7: rl_tile(wt, 7, Wr, Wr + 16 * wrb, o, gidx, ab, arb, k0, nk, da + b0, corr + b0, run); break;
+                default: rl_tile(wt, 8, Wr, Wr + 16 * wrb, o, gidx, ab, arb, k0, nk, da + b0, corr + b0, run); break;
+                }
+                for (int b = 0; b < nb; b++) _mm512_mask_storeu_ps(y + (size_t)(b0 + b) * ldy + (size_t)row0, m, run[b]);
             }
         }
     }
@@ -663,13 +926,13 @@ static const uint8_t g_nib_ctl[2][64] __attribute__((aligned(64))) = {
 };
 
 /* One weight row against nb activation rows over ng groups: each 32-weight step is decoded once and
- * multiplied into partial sums per activation row (two for up to four rows, else one: enough FMA chains
- * in flight), which are scaled once per group. Each group's partial sums start afresh, so the
- * out-of-order core also overlaps the chains of consecutive groups. The bias terms are added by the
- * caller. */
+ * multiplied into one partial sum per activation row, which is scaled once per group. Each group's
+ * partial sums start afresh, so the out-of-order core overlaps the FMA chains of consecutive groups: one
+ * chain per row is enough even for a single row (measured: two chains at B <= 4 were no faster), and
+ * the same arithmetic for every nb keeps each output independent of the batch (kernels.h). The bias
+ * terms are added by the caller. */
 INLINE void mlx_tile(int bits, int group, int nb, const uint32_t *w, const float *sf, const float *const *x,
                      int64_t ng, __m512 *res) {
-    const int na = nb <= 4 ? 2 : 1;
     const __m512i nib = _mm512_set4_epi32(0xf0, 0x0f, 0xf0, 0x0f);
     __m512 acc[TB];
 #pragma GCC unroll 8
@@ -678,11 +941,9 @@ INLINE void mlx_tile(int bits, int group, int nb, const uint32_t *w, const float
         const uint32_t *wg = w + g * (group * bits / 32);
         const int64_t kg = g * group;
         for (int o = 0; o < group * bits / 8; o += 64) _mm_prefetch((const char *)wg + PREFETCH + o, _MM_HINT_T0);
-        __m512 part[TB][2];
+        __m512 part[TB];
 #pragma GCC unroll 8
-        for (int b = 0; b < nb; b++)
-#pragma GCC unroll 2
-            for (int u = 0; u < na; u++) part[b][u] = _mm512_setzero_ps();
+        for (int b = 0; b < nb; b++) part[b] = _mm512_setzero_ps();
 #pragma GCC unroll 4
         for (int c = 0; c < group / 32; c++) {
             __m512 wv[2];
@@ -700,17 +961,12 @@ INLINE void mlx_tile(int bits, int group, int nb, const uint32_t *w, const float
 #pragma GCC unroll 2
             for (int p = 0; p < 2; p++)
 #pragma GCC unroll 8
-                for (int b = 0; b < nb; b++) {
-                    int u = (2 * c + p) % na;
-                    part[b][u] = _mm512_fmadd_ps(wv[p], _mm512_loadu_ps(x[b] + kg + 32 * c + 16 * p), part[b][u]);
-                }
+                for (int b = 0; b < nb; b++)
+                    part[b] = _mm512_fmadd_ps(wv[p], _mm512_loadu_ps(x[b] + kg + 32 * c + 16 * p), part[b]);
         }
         __m512 s = _mm512_set1_ps(sf[g]);
 #pragma GCC unroll 8
-        for (int b = 0; b < nb; b++) {
-            __m512 t = na == 2 ? _mm512_add_ps(part[b][0], part[b][1]) : part[b][0];
-            acc[b] = _mm512_fmadd_ps(t, s, acc[b]);
-        }
+        for (int b = 0; b < nb; b++) acc[b] = _mm512_fmadd_ps(part[b], s, acc[b]);
     }
 #pragma GCC unroll 8
     for (int b = 0; b < nb; b++) res[b] = acc[b];
@@ -803,6 +1059,7 @@ static void avx512_matmul(uint32_t wtype, const void *W, size_t w_row_bytes, con
     case QT_Q8_0:
     case QT_Q4_0:
         if (B >= PANEL_MIN_B) mm_q8_panel(wtype, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy);
+        else if (B >= RL_MIN_B) mm_q8_rows(wtype, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy);
         else if (wtype == QT_Q8_0) mm_q8(QT_Q8_0, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy);
         else mm_q8(QT_Q4_0, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy);
         return;
@@ -867,106 +1124,157 @@ static float avx512_exp_sum(const float *x, float shift, float *y, int64_t n) {
     return _mm512_reduce_add_ps(acc);
 }
 
+/* hn (1..4, a constant after inlining, so the accumulators stay in registers) heads x 64 columns from
+ * column j0; each value row is read once for the hn heads. Each head's sums are taken in position order
+ * whatever hn is, so a head gives the same bits alone or beside others. */
+INLINE void v_tile(const float *w, size_t w_stride, int hn, const float *v, size_t v_stride, int64_t npos,
+                   const __mmask16 m[4], int prefetch, float *out, size_t out_stride) {
+    __m512 acc[4][4];
+#pragma GCC unroll 4
+    for (int h = 0; h < 4; h++)
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) acc[h][c] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < npos; p++) {
+        const float *vr = v + (size_t)p * v_stride;
+        if (prefetch) { /* strided value rows: the hardware prefetcher does not run ahead on them */
+            _mm_prefetch((const char *)(vr + 8 * v_stride), _MM_HINT_T0);
+            if (m[2]) _mm_prefetch((const char *)(vr + 8 * v_stride + 32), _MM_HINT_T0);
+        }
+        __m512 x0 = _mm512_maskz_loadu_ps(m[0], vr), x1 = _mm512_maskz_loadu_ps(m[1], vr + 16);
+        __m512 x2 = _mm512_maskz_loadu_ps(m[2], vr + 32), x3 = _mm512_maskz_loadu_ps(m[3], vr + 48);
+#pragma GCC unroll 4
+        for (int h = 0; h < hn; h++) {
+            __m512 a = _mm512_set1_ps(w[(size_t)h * w_stride + (size_t)p]);
+            acc[h][0] = _mm512_fmadd_ps(a, x0, acc[h][0]);
+            acc[h][1] = _mm512_fmadd_ps(a, x1, acc[h][1]);
+            acc[h][2] = _mm512_fmadd_ps(a, x2, acc[h][2]);
+            acc[h][3] = _mm512_fmadd_ps(a, x3, acc[h][3]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int h = 0; h < hn; h++)
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) _mm512_mask_storeu_ps(out + (size_t)h * out_stride + 16 * c, m[c], acc[h][c]);
+}
+
 /* Up to 4 heads x 64 columns in 16 accumulators; each value row is read once per such tile. */
 static void avx512_attn_v(const float *w, size_t w_stride, int nh, const float *v, size_t v_stride, int64_t npos,
                           int64_t d, float *out, size_t out_stride) {
     for (int h0 = 0; h0 < nh; h0 += 4) {
         int hn = nh - h0 < 4 ? nh - h0 : 4;
+        const float *wh = w + (size_t)h0 * w_stride;
         for (int64_t j0 = 0; j0 < d; j0 += 64) {
             __mmask16 m[4];
             for (int c = 0; c < 4; c++) {
                 int64_t left = d - j0 - 16 * c;
                 m[c] = left >= 16 ? 0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
             }
-            __m512 acc[4][4];
-            for (int h = 0; h < 4; h++)
-                for (int c = 0; c < 4; c++) acc[h][c] = _mm512_setzero_ps();
-            for (int64_t p = 0; p < npos; p++) {
-                const float *vr = v + (size_t)p * v_stride + (size_t)j0;
-                if (h0 == 0) { /* strided value rows, as the keys in attn_qk */
-                    _mm_prefetch((const char *)(vr + 8 * v_stride), _MM_HINT_T0);
-                    if (d - j0 > 32) _mm_prefetch((const char *)(vr + 8 * v_stride + 32), _MM_HINT_T0);
-                }
-                __m512 x0 = _mm512_maskz_loadu_ps(m[0], vr), x1 = _mm512_maskz_loadu_ps(m[1], vr + 16);
-                __m512 x2 = _mm512_maskz_loadu_ps(m[2], vr + 32), x3 = _mm512_maskz_loadu_ps(m[3], vr + 48);
-                for (int h = 0; h < hn; h++) {
-                    __m512 a = _mm512_set1_ps(w[(size_t)(h0 + h) * w_stride + (size_t)p]);
-                    acc[h][0] = _mm512_fmadd_ps(a, x0, acc[h][0]);
-                    acc[h][1] = _mm512_fmadd_ps(a, x1, acc[h][1]);
-                    acc[h][2] = _mm512_fmadd_ps(a, x2, acc[h][2]);
-                    acc[h][3] = _mm512_fmadd_ps(a, x3, acc[h][3]);
-                }
-            }
-            for (int h = 0; h < hn; h++) {
-                float *o = out + (size_t)(h0 + h) * out_stride + (size_t)j0;
-                for (int c = 0; c < 4; c++) _mm512_mask_storeu_ps(o + 16 * c, m[c], acc[h][c]);
+            const float *vj = v + j0;
+            float *o = out + (size_t)h0 * out_stride + (size_t)j0;
+            int pf = h0 == 0 && v_stride > (size_t)d; /* rows that are not one contiguous stream */
+            switch (hn) {
+            case 1: v_tile(wh, w_stride, 1, vj, v_stride, npos, m, pf, o, out_stride); break;
+            case 2: v_tile(wh, w_stride, 2, vj, v_stride, npos, m, pf, o, out_stride); break;
+            case 3: v_tile(wh, w_stride, 3, vj, v_stride, npos, m, pf, o, out_stride); break;
+            default: v_tile(wh, w_stride, 4, vj, v_stride, npos, m, pf, o, out_stride); break;
             }
         }
     }
 }
 
-/* Sixteen vectors to one whose lane 4L+e is the sum of v[4e+L] (a 4x4 transpose of the slots): two rounds
- * of 128-bit lane shuffles, then two of in-lane ones, 45 operations for 16 sums, where a reduce_add per
- * vector costs about 8 each. */
-INLINE __m512 hsum16(const __m512 v[16]) {
-    __m512 w[8], x[4];
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; i++)
-        w[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0x44),
-                             _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0xee));
+/* hn heads (1..4) x nv blocks of 16 positions (kt at the first, blocks kt_stride apart): for each key
+ * dimension j, one vector of each block is loaded once and multiplied by each head's q[j]; with sets > 1
+ * the dimensions are split over that many accumulator sets (j mod sets), so short tiles still have enough
+ * independent multiply-add chains. sets depends on nv only, never on hn, so a head's scores are the same
+ * bits alone or beside others. hn, nv and sets are constants after inlining: the accumulators stay in
+ * registers. */
+INLINE void qk_tile(const float *q, size_t q_stride, int hn, const float *kt, size_t kt_stride, int nv, int sets,
+                    int64_t d, const __mmask16 *m, __m512 sv, float *s, size_t s_stride, __m512 *mxv) {
+    __m512 acc[4][4][4]; /* [set][head][vector] */
 #pragma GCC unroll 4
-    for (int j = 0; j < 4; j++)
-        x[j] = _mm512_add_ps(_mm512_shuffle_f32x4(w[2 * j], w[2 * j + 1], 0x88),
-                             _mm512_shuffle_f32x4(w[2 * j], w[2 * j + 1], 0xdd));
-    __m512 y0 = _mm512_add_ps(_mm512_unpacklo_ps(x[0], x[1]), _mm512_unpackhi_ps(x[0], x[1]));
-    __m512 y1 = _mm512_add_ps(_mm512_unpacklo_ps(x[2], x[3]), _mm512_unpackhi_ps(x[2], x[3]));
-    return _mm512_add_ps(_mm512_shuffle_ps(y0, y1, 0x44), _mm512_shuffle_ps(y0, y1, 0xee));
-}
-
-/* 16 positions at a time per head: each position's dot product is a vector of 16 partial sums (the key row
- * comes from L1 again for the next head), and hsum16 turns the 16 vectors into the block's 16 scores. */
-INLINE void qk_blocks(const float *q, size_t q_stride, int nh, const float *k, size_t k_stride, int64_t npos,
-                      int64_t d, float scale, float *s, size_t s_stride, float *mx) {
-    const __m512 sv = _mm512_set1_ps(scale);
-    for (int h = 0; h < nh; h++) {
-        const float *qh = q + (size_t)h * q_stride;
-        float *sh = s + (size_t)h * s_stride;
-        __m512 m = _mm512_set1_ps(-INFINITY);
-        for (int64_t p0 = 0; p0 < npos; p0 += 16) {
-            const int np = npos - p0 < 16 ? (int)(npos - p0) : 16;
-            __m512 v[16];
-#pragma GCC unroll 16
-            for (int slot = 0; slot < 16; slot++) {
-                const int pp = 4 * (slot & 3) + (slot >> 2); /* the position this slot's sum lands at */
-                __m512 acc = _mm512_setzero_ps();
-                if (pp < np) {
-                    const float *kr = k + (size_t)(p0 + pp) * k_stride;
-                    /* the next block's key rows: strided rows from L3 or memory, which the hardware
-                     * prefetcher does not run ahead on */
-                    if (h == 0)
-                        for (int64_t j = 0; j < d; j += 16) _mm_prefetch((const char *)(kr + 16 * k_stride + j), _MM_HINT_T0);
-                    for (int64_t j = 0; j < d; j += 16) {
-                        __mmask16 mk = d - j >= 16 ? 0xffff : (__mmask16)((1u << (d - j)) - 1);
-                        acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mk, qh + j), _mm512_maskz_loadu_ps(mk, kr + j), acc);
-                    }
-                }
-                v[slot] = acc;
+    for (int u = 0; u < sets; u++)
+#pragma GCC unroll 4
+        for (int h = 0; h < hn; h++)
+#pragma GCC unroll 4
+            for (int c = 0; c < nv; c++) acc[u][h][c] = _mm512_setzero_ps();
+    int64_t j = 0;
+    for (; j + sets <= d; j += sets)
+#pragma GCC unroll 4
+        for (int u = 0; u < sets; u++) {
+            const float *kr = kt + (size_t)(j + u) * 16;
+            __m512 kv[4];
+#pragma GCC unroll 4
+            for (int c = 0; c < nv; c++) kv[c] = _mm512_maskz_loadu_ps(m[c], kr + (size_t)c * kt_stride);
+#pragma GCC unroll 4
+            for (int h = 0; h < hn; h++) {
+                __m512 a = _mm512_set1_ps(q[(size_t)h * q_stride + (size_t)(j + u)]);
+#pragma GCC unroll 4
+                for (int c = 0; c < nv; c++) acc[u][h][c] = _mm512_fmadd_ps(a, kv[c], acc[u][h][c]);
             }
-            __m512 r = _mm512_mul_ps(hsum16(v), sv);
-            __mmask16 mp = (__mmask16)((1u << np) - 1);
-            _mm512_mask_storeu_ps(sh + p0, mp, r);
-            m = _mm512_mask_max_ps(m, mp, m, r);
         }
-        mx[h] = _mm512_reduce_max_ps(m);
+    for (; j < d; j++) { /* d not a multiple of sets: the last dimensions into set 0 */
+        const float *kr = kt + (size_t)j * 16;
+#pragma GCC unroll 4
+        for (int h = 0; h < hn; h++) {
+            __m512 a = _mm512_set1_ps(q[(size_t)h * q_stride + (size_t)j]);
+#pragma GCC unroll 4
+            for (int c = 0; c < nv; c++)
+                acc[0][h][c] = _mm512_fmadd_ps(a, _mm512_maskz_loadu_ps(m[c], kr + (size_t)c * kt_stride), acc[0][h][c]);
+        }
     }
+#pragma GCC unroll 4
+    for (int h = 0; h < hn; h++)
+#pragma GCC unroll 4
+        for (int c = 0; c < nv; c++) {
+            __m512 r = acc[0][h][c];
+#pragma GCC unroll 4
+            for (int u = 1; u < sets; u++) r = _mm512_add_ps(r, acc[u][h][c]);
+            r = _mm512_mul_ps(r, sv);
+            _mm512_mask_storeu_ps(s + (size_t)h * s_stride + 16 * c, m[c], r);
+            mxv[h] = _mm512_mask_max_ps(mxv[h], m[c], mxv[h], r);
+        }
 }
 
-static void avx512_attn_qk(const float *q, size_t q_stride, int nh, const float *k, size_t k_stride, int64_t npos,
+/* Up to 4 heads at a time; positions in tiles of 64 (four vectors), the rest in one tile of up to four
+ * vectors, the dimensions split over accumulator sets when it has one or two. */
+INLINE void qk_heads(const float *q, size_t q_stride, int hn, const float *kt, size_t kt_stride, int64_t npos,
+                     int64_t d, __m512 sv, float *s, size_t s_stride, float *mx) {
+    __m512 mxv[4];
+#pragma GCC unroll 4
+    for (int h = 0; h < hn; h++) mxv[h] = _mm512_set1_ps(-INFINITY);
+    const __mmask16 full[4] = {0xffff, 0xffff, 0xffff, 0xffff};
+    int64_t p0 = 0;
+    for (; p0 + 64 <= npos; p0 += 64)
+        qk_tile(q, q_stride, hn, kt + (size_t)(p0 / 16) * kt_stride, kt_stride, 4, 1, d, full, sv, s + p0,
+                s_stride, mxv);
+    if (p0 < npos) { /* the last 1-63 positions: one tile of 1-4 vectors, the last one masked */
+        int64_t left = npos - p0;
+        kt += (size_t)(p0 / 16) * kt_stride;
+        int nv = (int)((left + 15) / 16);
+        __mmask16 m[4] = {0xffff, 0xffff, 0xffff, 0xffff};
+        m[nv - 1] = left % 16 ? (__mmask16)((1u << (left % 16)) - 1) : 0xffff;
+        if (nv == 1) qk_tile(q, q_stride, hn, kt, kt_stride, 1, 4, d, m, sv, s + p0, s_stride, mxv);
+        else if (nv == 2) qk_tile(q, q_stride, hn, kt, kt_stride, 2, 2, d, m, sv, s + p0, s_stride, mxv);
+        else if (nv == 3) qk_tile(q, q_stride, hn, kt, kt_stride, 3, 1, d, m, sv, s + p0, s_stride, mxv);
+        else qk_tile(q, q_stride, hn, kt, kt_stride, 4, 1, d, m, sv, s + p0, s_stride, mxv);
+    }
+#pragma GCC unroll 4
+    for (int h = 0; h < hn; h++) mx[h] = _mm512_reduce_max_ps(mxv[h]);
+}
+
+static void avx512_attn_qk(const float *q, size_t q_stride, int nh, const float *kt, size_t kt_stride, int64_t npos,
                            int64_t d, float scale, float *s, size_t s_stride, float *mx) {
-    /* the common head sizes as constants: the inner loop unrolls */
-    if (d == 64) qk_blocks(q, q_stride, nh, k, k_stride, npos, 64, scale, s, s_stride, mx);
-    else if (d == 128) qk_blocks(q, q_stride, nh, k, k_stride, npos, 128, scale, s, s_stride, mx);
-    else qk_blocks(q, q_stride, nh, k, k_stride, npos, d, scale, s, s_stride, mx);
+    const __m512 sv = _mm512_set1_ps(scale);
+    for (int h0 = 0; h0 < nh; h0 += 4) {
+        const float *qh = q + (size_t)h0 * q_stride;
+        float *sh = s + (size_t)h0 * s_stride;
+        switch (nh - h0) {
+        case 1: qk_heads(qh, q_stride, 1, kt, kt_stride, npos, d, sv, sh, s_stride, mx + h0); break;
+        case 2: qk_heads(qh, q_stride, 2, kt, kt_stride, npos, d, sv, sh, s_stride, mx + h0); break;
+        case 3: qk_heads(qh, q_stride, 3, kt, kt_stride, npos, d, sv, sh, s_stride, mx + h0); break;
+        default: qk_heads(qh, q_stride, 4, kt, kt_stride, npos, d, sv, sh, s_stride, mx + h0); break;
+        }
+    }
 }
 
 const kn_ops kn_avx512_ops = {"avx512", avx512_quantize_act, avx512_matmul, avx512_dot_f32, avx512_axpy_f32,

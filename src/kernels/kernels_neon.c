@@ -336,12 +336,14 @@ static const uint8_t g_widen[4][16] __attribute__((aligned(16))) = {
 
 /* One weight row against nb activation rows over ng groups. Per 16 weights: 4 bits are split into low
  * and high nibbles and zipped back into weight order (two instructions per 16 weights), then each 4 are
- * widened by a tbl and converted; 8 bits need only the tbl and the convert. The products go into NA
- * partial sums per activation row (enough FMA chains in flight for a single row), scaled once per
- * group. The bias terms are added by the caller. */
+ * widened by a tbl and converted; 8 bits need only the tbl and the convert. The products go into two
+ * partial sums per activation row, scaled once per group. Each group's partial sums start afresh, so
+ * the out-of-order core overlaps the FMA chains of consecutive groups, as in kernels_avx2.c. The count
+ * is the same for every nb: with four for a single row and two otherwise, a row's sum was rounded
+ * differently alone than in a batch (kernels.h). The bias terms are added by the caller. */
 INLINE void mlx_tile(int bits, int group, int nb, const uint32_t *w, const float *sf, const float *const *x,
                      int64_t ng, float32x4_t *res) {
-    const int na = nb == 1 ? 4 : 2;
+    const int na = 2;
     uint8x16_t widen[4];
 #pragma GCC unroll 4
     for (int j = 0; j < 4; j++) widen[j] = vld1q_u8(g_widen[j]);
@@ -351,7 +353,7 @@ INLINE void mlx_tile(int bits, int group, int nb, const uint32_t *w, const float
     for (int64_t g = 0; g < ng; g++) {
         const uint8_t *wg = (const uint8_t *)(w + g * (group * bits / 32));
         const int64_t kg = g * group;
-        float32x4_t part[TB][4];
+        float32x4_t part[TB][2];
 #pragma GCC unroll 4
         for (int b = 0; b < nb; b++)
 #pragma GCC unroll 4
@@ -577,10 +579,41 @@ static void neon_attn_v(const float *w, size_t w_stride, int nh, const float *v,
     }
 }
 
-/* The scores through this table's F32 matmul (keys as weight rows, heads as activation rows), then scaled. */
-static void neon_attn_qk(const float *q, size_t q_stride, int nh, const float *k, size_t k_stride, int64_t npos,
-                        int64_t d, float scale, float *s, size_t s_stride, float *mx) {
-    neon_matmul(QT_F32, k, k_stride * sizeof(float), q, q_stride * sizeof(float), nh, d, 0, npos, s, s_stride);
+/* One block of 16 positions (four vectors) for up to two heads at a time, the key block read once per pair;
+ * a partial last block is computed whole from a zero-padded copy. Then scaled, with the maxima. */
+static void neon_attn_qk(const float *q, size_t q_stride, int nh, const float *kt, size_t kt_stride, int64_t npos,
+                         int64_t d, float scale, float *s, size_t s_stride, float *mx) {
+    for (int64_t p0 = 0; p0 < npos; p0 += 16) {
+        const float *kb = kt + (size_t)(p0 / 16) * kt_stride;
+        int np = npos - p0 < 16 ? (int)(npos - p0) : 16;
+        for (int h0 = 0; h0 < nh; h0 += 2) {
+            int hn = nh - h0 < 2 ? nh - h0 : 2;
+            float32x4_t acc[2][4];
+            for (int h = 0; h < 2; h++)
+                for (int c = 0; c < 4; c++) acc[h][c] = vdupq_n_f32(0);
+            for (int64_t j = 0; j < d; j++) {
+                float t[16] = {0};
+                const float *kr = kb + j * 16;
+                if (np < 16) {
+                    memcpy(t, kr, (size_t)np * sizeof(float));
+                    kr = t;
+                }
+                float32x4_t k0 = vld1q_f32(kr), k1 = vld1q_f32(kr + 4), k2 = vld1q_f32(kr + 8), k3 = vld1q_f32(kr + 12);
+                for (int h = 0; h < hn; h++) {
+                    float a = q[(size_t)(h0 + h) * q_stride + (size_t)j];
+                    acc[h][0] = vfmaq_n_f32(acc[h][0], k0, a);
+                    acc[h][1] = vfmaq_n_f32(acc[h][1], k1, a);
+                    acc[h][2] = vfmaq_n_f32(acc[h][2], k2, a);
+                    acc[h][3] = vfmaq_n_f32(acc[h][3], k3, a);
+                }
+            }
+            for (int h = 0; h < hn; h++) {
+                float t[16];
+                for (int c = 0; c < 4; c++) vst1q_f32(t + 4 * c, acc[h][c]);
+                memcpy(s + (size_t)(h0 + h) * s_stride + (size_t)p0, t, (size_t)np * sizeof(float));
+            }
+        }
+    }
     kn_scale_max(s, s_stride, nh, npos, scale, mx);
 }
 

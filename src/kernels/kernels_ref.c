@@ -234,15 +234,15 @@ void kn_scale_max(float *s, size_t s_stride, int nh, int64_t npos, float scale, 
     }
 }
 
-static void ref_attn_qk(const float *q, size_t q_stride, int nh, const float *k, size_t k_stride, int64_t npos,
+static void ref_attn_qk(const float *q, size_t q_stride, int nh, const float *kt, size_t kt_stride, int64_t npos,
                         int64_t d, float scale, float *s, size_t s_stride, float *mx) {
     for (int h = 0; h < nh; h++) {
         const float *qh = q + (size_t)h * q_stride;
         float m = -INFINITY;
         for (int64_t p = 0; p < npos; p++) {
-            const float *kr = k + (size_t)p * k_stride;
             float acc = 0;
-            for (int64_t j = 0; j < d; j++) acc += qh[j] * kr[j];
+            const float *kb = kt + (size_t)(p / 16) * kt_stride + (size_t)(p % 16);
+            for (int64_t j = 0; j < d; j++) acc += qh[j] * kb[(size_t)j * 16];
             float v = scale * acc;
             s[(size_t)h * s_stride + (size_t)p] = v;
             if (v > m) m = v;
