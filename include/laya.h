@@ -357,7 +357,10 @@ LAYA_API void laya_session_get_stats(const laya_session *s, laya_session_stats *
  * set_text + suggest. A newer submit cancels the pending decision (it returns early, and its result is
  * dropped). The callback, if any, runs on the worker thread with the candidates (valid during the call
  * only); poll reports *ready = 1 with the result of the newest submit once it is done (valid until the
- * next submit or poll). While a decision may be running only submit, poll, cancel and free may be called. */
+ * next submit or poll). A decision its deadline cut short is finished in the idle time after it
+ * (params.prefetch_ms > 0): then the callback runs a second time for the same submit with the full
+ * candidates, and poll reports those from then on (unless a newer submit came first). While a decision may
+ * be running only submit, poll, cancel and free may be called. */
 typedef void (*laya_suggest_cb)(void *user, const laya_candidate *cands, int32_t n);
 LAYA_API laya_status laya_session_submit(laya_session *s, const char *before, size_t before_len,
                                          const char *after, size_t after_len, laya_suggest_cb cb, void *user);

@@ -222,6 +222,9 @@ struct laya_session {
     size_t ab_len, aa_len, wb_len, wa_len;
     laya_suggest_cb cb;
     void *cb_user;
+    laya_suggest_cb w_cb;      /* the worker's job: its callback, user pointer and submit */
+    void *w_ud;
+    uint64_t w_gen;
     cand_buf res;              /* the newest finished result */
     cand_buf pout;             /* what poll handed out */
     uint64_t cancel_gen;       /* the decision running stops when sub_gen moves past this */
@@ -1759,10 +1762,11 @@ static laya_status decide(laya_session *s) {
         int32_t rows[MAX_SLOTS + 1]; /* rows[i]: the rows of the first i hypotheses */
         rows[0] = s->kv_lag ? 1 : 0;
         for (int32_t i = 0; i < n; i++) rows[i + 1] = rows[i] + hyp_rows(s, &s->next[i]);
-        if (stop_now(s, step_estimate(s, rows[n]))) {
-            /* Not all of them in time: the likeliest that fit (the pool is sorted), or none. */
+        if (rows[n] > 0 && stop_now(s, step_estimate(s, rows[n]))) {
+            /* Not all of them in time: the likeliest that fit (the pool is sorted), or none. A step whose
+             * hypotheses are all cached decodes nothing and is always taken. */
             s->st.deadline_hit = 1;
-            while (n > 0 && stop_now(s, step_estimate(s, rows[n]))) n--;
+            while (n > 0 && rows[n] > 0 && stop_now(s, step_estimate(s, rows[n]))) n--;
             if (n == 0) break;
         }
         double t0 = now_ms();
@@ -1995,6 +1999,17 @@ static void pf_plan(laya_session *s) {
 /* Decide the planned guesses, likeliest first, until end (a clock time) or a newer submit; then come back
  * to the caller's text and candidates. A guess cut short is done again by the next call (what it decoded
  * is in the node cache). */
+/* Asynchronous form: the worker finished a decision its deadline had cut short (in the prefetch that
+ * follows it): the callback runs again with the full candidates, and poll reports them. Not if a newer
+ * submit came meanwhile. */
+static void deliver_refined(laya_session *s) {
+    if (atomic_load(&s->sub_gen) != s->w_gen) return;
+    if (s->w_cb) s->w_cb(s->w_ud, s->out.c, s->out.n);
+    pthread_mutex_lock(&s->mu);
+    if (atomic_load(&s->sub_gen) == s->w_gen) copy_cands(&s->res, &s->out);
+    pthread_mutex_unlock(&s->mu);
+}
+
 static laya_status prefetch(laya_session *s, double end, int32_t *n_done, int32_t *n_left) {
     laya_session_stats st0 = s->st;
     int decided0 = s->decided;
@@ -2010,8 +2025,11 @@ static laya_status prefetch(laya_session *s, double end, int32_t *n_done, int32_
         if (!st && !s->st.deadline_hit) {
             s->pf_n = -1;
             decided0 = 1; /* done now: the plan comes from it and stays */
+            st0.deadline_hit = 0;
+            copy_cands(&s->pf_out, &s->out); /* the caller's candidates are these from now on */
+            if (s->async_on) deliver_refined(s);
         } else {
-            s->pf_n = 0;
+            s->pf_n = s->pf_i = 0; /* not finished yet: no plan until it is */
         }
     }
     if (!st && s->pf_n < 0) pf_plan(s);
@@ -2081,8 +2099,9 @@ static void *worker_main(void *arg) {
         memcpy(s->w_after, s->a_after, s->aa_len);
         s->wb_len = s->ab_len;
         s->wa_len = s->aa_len;
-        laya_suggest_cb cb = s->cb;
-        void *ud = s->cb_user;
+        laya_suggest_cb cb = s->w_cb = s->cb;
+        void *ud = s->w_ud = s->cb_user;
+        s->w_gen = gen;
         s->cancel_gen = gen;
         pthread_mutex_unlock(&s->mu);
         double t0 = now_ms();

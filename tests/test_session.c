@@ -620,6 +620,79 @@ static void test_async(const laya_model *m) {
     laya_session_free(ref);
 }
 
+/* A decision the deadline cut short is finished in the worker's idle time and delivered again: the second
+ * callback carries what a session without a deadline gives, and poll reports it. */
+static int rf_calls;
+static char rf_text[2][256];
+static void on_refined(void *user, const laya_candidate *c, int32_t n) {
+    (void)user;
+    if (rf_calls < 2) snprintf(rf_text[rf_calls], sizeof rf_text[0], "%s", n ? c[0].text : "");
+    rf_calls++;
+}
+
+static void test_async_refined(const laya_model *m) {
+    laya_session_params p = laya_session_default_params();
+    p.async = 1;
+    p.deadline_ms = 1e-6; /* every decision is cut short at once */
+    p.prefetch_ms = 1e5;  /* and the idle time finishes it */
+    laya_session *s = NULL, *ref = make(m, LAYA_MODE_TEXT, 5);
+    CHECK(laya_session_create(m, p, &s, NULL, 0) == LAYA_OK && s, "async create");
+    if (!s || !ref) return;
+    static const char key[] = "the GNU General Public Lic";
+    CHECK(laya_session_submit(s, key, strlen(key), NULL, 0, on_refined, NULL) == LAYA_OK, "submit");
+    for (int spin = 0; spin < 200000 && rf_calls < 2; spin++) usleep(100);
+    char b[2048];
+    const laya_candidate *rc;
+    int nr = decide(ref, key, NULL, b, sizeof b, &rc);
+    CHECK(rf_calls == 2, "%d callbacks for a decision cut short (2 expected)", rf_calls);
+    CHECK(nr > 0 && !strcmp(rf_text[1], rc[0].text), "refined callback '%s', without a deadline '%s'", rf_text[1],
+          nr > 0 ? rc[0].text : "");
+    int ready = 0;
+    const laya_candidate *c = NULL;
+    int32_t n = 0;
+    laya_session_poll(s, &ready, &c, &n);
+    CHECK(ready && n == nr && !strcmp(c[0].text, rc[0].text), "poll after the refined callback: %d, %d of %d",
+          ready, n, nr);
+    laya_session_free(s);
+    laya_session_free(ref);
+}
+
+/* Synchronous, in slices: a decision cut short by its deadline is finished by the prefetch slices that
+ * follow (what laya type does between keys), keystroke after keystroke, and n_left never goes negative. */
+static void test_prefetch_after_cut(const laya_model *m) {
+    laya_session_params p = laya_session_default_params();
+    p.deadline_ms = 1e-6;
+    laya_session *s = NULL, *ref = make(m, LAYA_MODE_TEXT, 5);
+    CHECK(laya_session_create(m, p, &s, NULL, 0) == LAYA_OK && s, "create");
+    if (!s || !ref) return;
+    static const char *const keys[] = {"the GNU General Pub", "the GNU General Public Lic", "the GNU General Public License "};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        const laya_candidate *c;
+        int32_t n;
+        laya_session_stats ss;
+        CHECK(laya_session_set_text(s, keys[k], strlen(keys[k]), NULL, 0) == LAYA_OK &&
+                  laya_session_suggest(s, &c, &n) == LAYA_OK, "decide '%s'", keys[k]);
+        int32_t left = 1, slices = 0, neg = 0;
+        for (; left > 0 && slices < 10000; slices++) {
+            CHECK(laya_session_prefetch(s, 0.001, NULL, &left) == LAYA_OK, "prefetch");
+            neg |= left < 0;
+        }
+        CHECK(!neg && left == 0, "'%s': n_left %d after %d slices", keys[k], left, slices);
+        laya_session_get_stats(s, &ss);
+        CHECK(!ss.deadline_hit, "'%s': still cut short after the slices", keys[k]);
+        char b[2048], r[2048];
+        decide(ref, keys[k], NULL, r, sizeof r, NULL);
+        CHECK(laya_session_suggest(s, &c, &n) == LAYA_OK, "suggest");
+        size_t o = 0;
+        b[0] = 0;
+        for (int32_t j = 0; j < n && o < sizeof b; j++)
+            o += (size_t)snprintf(b + o, sizeof b - o, "%d:%s:%d:%.3f;", c[j].kind, c[j].text, c[j].replace, c[j].prob);
+        CHECK(!strcmp(b, r), "'%s' finished in slices:\n  %s\n  without a deadline: %s", keys[k], b, r);
+    }
+    laya_session_free(s);
+    laya_session_free(ref);
+}
+
 /* Prefetch decides the likeliest next texts in idle time: with it every keystroke's candidates are the same
  * as without it, and the keystrokes it guessed decode nothing at all. The plan is bounded, so a large
  * budget finishes it: nothing here depends on timing. */
@@ -706,6 +779,8 @@ int main(void) {
     test_sensitive(llama);
     test_accept_warm(llama);
     test_async(llama);
+    test_async_refined(llama);
+    test_prefetch_after_cut(llama);
     test_prefetch(llama);
     test_cli();
     laya_model_free(llama);

@@ -580,6 +580,15 @@ static struct termios saved_tio;
 
 static void restore_tty(void) { tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved_tio); }
 
+/* laya type's screen: the current line, then the candidates, the cursor back at the end of the line */
+static void type_draw(const char *line, size_t n, const laya_candidate *c, int32_t nc, double ms, const char *note) {
+    printf("\033[2A\r\033[2K> %.*s\r\n\033[2K", (int)n, line);
+    for (int32_t i = 0; i < nc; i++)
+        printf("[%s%s] %.2f  ", c[i].kind == LAYA_KIND_NEXT ? "+" : "", c[i].text, c[i].confidence);
+    printf(" (%.2f ms%s)\r\n", ms, note);
+    fflush(stdout);
+}
+
 int cmd_type(int argc, char **argv) {
     sess_opts o = {0};
     int rc = parse_opts("type", HELP_TYPE, argc, argv, &o);
@@ -607,19 +616,23 @@ int cmd_type(int argc, char **argv) {
         if (!st) st = laya_session_suggest(e.s, &c, &nc);
         double ms = now_ms() - t0;
         if (st) nc = 0;
-        /* redraw: the current line, then the candidates, cursor back at the end of the line */
-        printf("\033[2A\r\033[2K> %.*s\r\n\033[2K", (int)(len - line_start), buf + line_start);
-        for (int32_t i = 0; i < nc; i++)
-            printf("%s[%s%s] %.2f  ", i ? "" : "", c[i].kind == LAYA_KIND_NEXT ? "+" : "", c[i].text, c[i].confidence);
-        printf(" (%.2f ms)\r\n", ms);
-        fflush(stdout);
+        type_draw(buf + line_start, len - line_start, c, nc, ms, "");
         /* until the next key: decide the likeliest next texts (laya_session_prefetch), in slices of 5 ms
-         * so that a key is answered at once; stop when the plan is done */
+         * so that a key is answered at once; stop when the plan is done. A decision the deadline cut short
+         * is finished first: then its full candidates are shown. */
+        laya_session_stats ss;
+        laya_session_get_stats(e.s, &ss);
+        int cut = !st && ss.deadline_hit;
         for (int more = 1; more;) {
             struct pollfd pf = {STDIN_FILENO, POLLIN, 0};
             if (poll(&pf, 1, 0) > 0) break;
             int32_t left = 0;
             more = laya_session_prefetch(e.s, 5, NULL, &left) == LAYA_OK && left > 0;
+            laya_session_get_stats(e.s, &ss);
+            if (cut && !ss.deadline_hit && laya_session_suggest(e.s, &c, &nc) == LAYA_OK) {
+                cut = 0;
+                type_draw(buf + line_start, len - line_start, c, nc, ms, ", finished after the deadline");
+            }
         }
         unsigned char ch;
         if (read(STDIN_FILENO, &ch, 1) != 1) break;
