@@ -289,89 +289,104 @@ INLINE __m512i block_sums4(__m512i s0, __m512i s1, __m512i s2, __m512i s3) {
 /* Lane k holds pair k's even chain, lane 4 + k its odd one: lane k of the result is their sum. */
 INLINE __m128 chains_sum(__m256 v) { return _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)); }
 
-/* One group of nr weight rows (p[j]) against nb activation rows. Pair b * nr + j goes to lane k = pair % 4
- * (even chain) and 4 + k (odd chain) of acc[pair / 4]. nr * nb is 4, 6 or 8 (nr 4 only with nb 1). */
-INLINE void q_group_step(uint32_t wt, int nr, int nb, const uint8_t *const *p, int full, int n, const q_prep *pp,
+/* One group of ns sets of four weight rows (p[4i + j]) against nb activation rows. All the weight rows
+ * are decoded first; then per activation row b and set i, eight vpdpbusd give the four pairs (row 4i + j,
+ * activation b), whose block sums go to lane 4j' + j (block j') and whose two fmas go to acc[i * nb + b]:
+ * lane j its even chain, lane 4 + j its odd one. The activation vectors of a row are loaded once per set
+ * and reused by the four weight rows; the sets and activation rows give ns * nb independent fma chains. */
+INLINE void q_group_step(uint32_t wt, int ns, int nb, const uint8_t *const *p, int full, int n, const q_prep *pp,
                          int64_t g, __m256 *acc) {
-    __m512i s[8];
-    __m256i dh[4];
-#pragma GCC unroll 4
-    for (int j = 0; j < nr; j++) {
+    __m512i L[8], H[8];
+    __m256i dh[8];
+    __m512 ws[2];
+#pragma GCC unroll 8
+    for (int j = 0; j < 4 * ns; j++) {
         if (full) {
             _mm_prefetch((const char *)p[j] + PREFETCH, _MM_HINT_T0);
             _mm_prefetch((const char *)p[j] + PREFETCH + 64, _MM_HINT_T0);
             if (wt == QT_Q8_0) _mm_prefetch((const char *)p[j] + PREFETCH + 128, _MM_HINT_T0);
         }
-        __m512i L, H;
-        w_group(wt, p[j], full, n, &L, &H, &dh[j]);
-#pragma GCC unroll 4
-        for (int b = 0; b < nb; b++)
-            s[b * nr + j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(pp->corr[b][g], L, pp->lo[b][g]), H, pp->hi[b][g]);
+        w_group(wt, p[j], full, n, &L[j], &H[j], &dh[j]);
     }
-#pragma GCC unroll 4
-    for (int i = nr * nb; i < 8; i++) s[i] = _mm512_setzero_si512();
-    /* the weight scales of the pairs (word 4j+k: row of pair k), the same for every four pairs */
-    __m256i wh;
-    if (wt == QT_Q4_0) {
-        wh = _mm512_castsi512_si256(_mm512_permutex2var_epi8(load_part(p[0], 0, n, full), idx_load(g_idx_q4d2),
-                                                             load_part(p[1], 0, n, full)));
-        if (nr == 4) {
-            __m512i hi = _mm512_permutex2var_epi8(load_part(p[2], 0, n, full), idx_load(g_idx_q4d2),
-                                                  load_part(p[3], 0, n, full));
-            wh = _mm256_mask_blend_epi16(0xcccc, wh, _mm512_castsi512_si256(hi));
-        }
-    } else if (nr == 4) {
-        wh = _mm256_mask_blend_epi16(0x2222, dh[0], dh[1]);
-        wh = _mm256_mask_blend_epi16(0x4444, wh, dh[2]);
-        wh = _mm256_mask_blend_epi16(0x8888, wh, dh[3]);
-    } else {
-        wh = _mm256_mask_blend_epi16(0xaaaa, dh[0], dh[1]);
-    }
-    const __m512 ws = _mm512_cvtph_ps(wh);
 #pragma GCC unroll 2
-    for (int q = 0; q < (nr * nb + 3) / 4; q++) {
-        __m512i S = block_sums4(s[4 * q], s[4 * q + 1], s[4 * q + 2], s[4 * q + 3]);
-        __m512 as = nr == 4 ? pp->da[0][g]
-                            : _mm512_mask_blend_ps(0xcccc, pp->da[2 * q][g], pp->da[LAYA_MIN(2 * q + 1, nb - 1)][g]);
-        __m512 t = _mm512_cvtepi32_ps(S), sc = _mm512_mul_ps(ws, as);
-        /* blocks 0 and 1 of the group into the two chains, then blocks 2 and 3 */
-        acc[q] = _mm256_fmadd_ps(_mm512_castps512_ps256(t), _mm512_castps512_ps256(sc), acc[q]);
-        acc[q] = _mm256_fmadd_ps(_mm512_extractf32x8_ps(t, 1), _mm512_extractf32x8_ps(sc, 1), acc[q]);
+    for (int i = 0; i < ns; i++) {
+        /* the weight scales of the set's rows: word 4j' + j is row j's block j' */
+        __m256i wh;
+        const uint8_t *const *q = p + 4 * i;
+        if (wt == QT_Q4_0) {
+            wh = _mm512_castsi512_si256(_mm512_permutex2var_epi8(load_part(q[0], 0, n, full), idx_load(g_idx_q4d2),
+                                                                 load_part(q[1], 0, n, full)));
+            __m512i hi = _mm512_permutex2var_epi8(load_part(q[2], 0, n, full), idx_load(g_idx_q4d2),
+                                                  load_part(q[3], 0, n, full));
+            wh = _mm256_mask_blend_epi16(0xcccc, wh, _mm512_castsi512_si256(hi));
+        } else {
+            wh = _mm256_mask_blend_epi16(0x2222, dh[4 * i], dh[4 * i + 1]);
+            wh = _mm256_mask_blend_epi16(0x4444, wh, dh[4 * i + 2]);
+            wh = _mm256_mask_blend_epi16(0x8888, wh, dh[4 * i + 3]);
+        }
+        ws[i] = _mm512_cvtph_ps(wh);
+    }
+#pragma GCC unroll 4
+    for (int b = 0; b < nb; b++) {
+        const __m512i lo = pp->lo[b][g], hi = pp->hi[b][g], corr = pp->corr[b][g];
+        const __m512 as = pp->da[b][g];
+#pragma GCC unroll 2
+        for (int i = 0; i < ns; i++) {
+            __m512i s[4];
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++)
+                s[j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(corr, L[4 * i + j], lo), H[4 * i + j], hi);
+            __m512i S = block_sums4(s[0], s[1], s[2], s[3]);
+            __m512 t = _mm512_cvtepi32_ps(S), sc = _mm512_mul_ps(ws[i], as);
+            __m256 *a = &acc[i * nb + b];
+            /* blocks 0 and 1 of the group into the two chains, then blocks 2 and 3 */
+            *a = _mm256_fmadd_ps(_mm512_castps512_ps256(t), _mm512_castps512_ps256(sc), *a);
+            *a = _mm256_fmadd_ps(_mm512_extractf32x8_ps(t, 1), _mm512_extractf32x8_ps(sc, 1), *a);
+        }
     }
 }
 
-/* nr weight rows (w[j], at the chunk's first block) x nb activation rows over nblk blocks; the sums go to
- * out[b * nr + j], starting from init[b * nr + j] (NULL: 0). */
-INLINE void q_tile(uint32_t wt, int nr, int nb, const uint8_t *const *w, const q_prep *pp, int64_t nblk,
-                   const float *init, float *out) {
+/* 4 * ns weight rows (w[j], at the chunk's first block) x nb activation rows over nblk blocks; the sum of
+ * (row j, activation b) goes to out[b * ld + j], starting from that value if add (else from 0). */
+INLINE void q_tile(uint32_t wt, int ns, int nb, const uint8_t *const *w, const q_prep *pp, int64_t nblk,
+                   int add, float *out, size_t ld) {
     const size_t gsz = QG * (wt == QT_Q8_0 ? sizeof(block_q8_0) : sizeof(block_q4_0));
-    const int nq = (nr * nb + 3) / 4;
-    __m256 acc[2];
-    __m128 run[2];
-#pragma GCC unroll 2
+    const int nq = ns * nb, nr = 4 * ns;
+    __m256 acc[8];
+    __m128 run[8];
+#pragma GCC unroll 8
     for (int q = 0; q < nq; q++) {
         acc[q] = _mm256_setzero_ps();
-        run[q] = init ? _mm_loadu_ps(init + 4 * q) : _mm_setzero_ps();
+        int i = q / nb, b = q % nb;
+        run[q] = add ? _mm_loadu_ps(out + b * ld + 4 * i) : _mm_setzero_ps();
     }
     const int64_t nfull = nblk / QG, rem = nblk % QG;
-    const uint8_t *p[4];
-#pragma GCC unroll 4
+    const uint8_t *p[8];
+#pragma GCC unroll 8
     for (int j = 0; j < nr; j++) p[j] = w[j];
     for (int64_t g = 0; g < nfull; g++) {
-        q_group_step(wt, nr, nb, p, 1, 0, pp, g, acc);
-#pragma GCC unroll 4
+        q_group_step(wt, ns, nb, p, 1, 0, pp, g, acc);
+#pragma GCC unroll 8
         for (int j = 0; j < nr; j++) p[j] += gsz;
         if ((g + 1) % (PKB / QG) == 0)
-#pragma GCC unroll 2
+#pragma GCC unroll 8
             for (int q = 0; q < nq; q++) run[q] = _mm_add_ps(run[q], chains_sum(acc[q])), acc[q] = _mm256_setzero_ps();
     }
-    if (rem) q_group_step(wt, nr, nb, p, 0, (int)(rem * gsz / QG), pp, nfull, acc);
+    if (rem) q_group_step(wt, ns, nb, p, 0, (int)(rem * gsz / QG), pp, nfull, acc);
     if (nfull % (PKB / QG) || rem)
-#pragma GCC unroll 2
+#pragma GCC unroll 8
         for (int q = 0; q < nq; q++) run[q] = _mm_add_ps(run[q], chains_sum(acc[q]));
-    _mm_storeu_ps(out, run[0]);
-    if (nq > 1) _mm_storeu_ps(out + 4, run[1]);
+#pragma GCC unroll 8
+    for (int q = 0; q < nq; q++) _mm_storeu_ps(out + (q % nb) * ld + 4 * (q / nb), run[q]);
 }
+
+/* Weight rows per tile by activation rows: sets of four (QNS1 at B = 1, QNS at B = 2..4). */
+#ifndef QNS1
+#define QNS1 2
+#endif
+#ifndef QNS
+#define QNS 1
+#endif
 
 INLINE void mm_q8(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act, size_t arb, int B, int64_t K,
                   int64_t r0, int64_t r1, float *y, size_t ldy) {
@@ -381,35 +396,38 @@ INLINE void mm_q8(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act,
     q_prep pp;
     /* Beyond one tile of activation rows, rows are taken in chunks that stay in L2 for every tile. */
     int64_t rc = r1 - r0;
-    if (B > QB) rc = LAYA_MAX(4, (int64_t)(ROW_CHUNK_BYTES / wrb) / 4 * 4);
+    if (B > QB) rc = LAYA_MAX(8, (int64_t)(ROW_CHUNK_BYTES / wrb) / 8 * 8);
     for (int64_t c0 = r0; c0 < r1; c0 += rc) {
         int64_t c1 = LAYA_MIN(r1, c0 + rc);
         for (int b0 = 0; b0 < B; b0 += QB) {
-            int nb = LAYA_MIN(QB, B - b0), nr = nb == 1 ? 4 : 2;
+            int nb = LAYA_MIN(QB, B - b0), nr = 4 * (nb == 1 ? QNS1 : QNS);
             const uint8_t *a[QB];
             for (int t = 0; t < nb; t++) a[t] = act + (size_t)(b0 + t) * arb;
             for (int64_t k0 = 0; k0 < nb_k; k0 += QG * QKC) {
                 int64_t nk = LAYA_MIN(QG * QKC, nb_k - k0);
                 q_prep_tile(&pp, nb, a, k0, nk, off);
                 for (int64_t r = c0; r < c1; r += nr) {
-                    const uint8_t *w[4];
+                    const uint8_t *w[8];
                     for (int j = 0; j < nr; j++) w[j] = W + (size_t)LAYA_MIN(r + j, c1 - 1) * wrb + (size_t)k0 * bsz;
-                    /* later K chunks continue each output's running sum */
-                    float out[8], init[8];
-                    if (k0 > 0)
+                    /* later K chunks continue each output's running sum; a tile past the range's end
+                     * goes through a copy */
+                    const int add = k0 > 0, whole = r + nr <= c1;
+                    float tmp[32], *o = whole ? y + (size_t)b0 * ldy + (size_t)r : tmp;
+                    const size_t ld = whole ? ldy : (size_t)nr;
+                    if (add && !whole)
                         for (int t = 0; t < nb; t++)
                             for (int j = 0; j < nr; j++)
-                                init[t * nr + j] = y[(size_t)(b0 + t) * ldy + (size_t)LAYA_MIN(r + j, c1 - 1)];
-                    const float *in = k0 > 0 ? init : NULL;
+                                tmp[t * nr + j] = y[(size_t)(b0 + t) * ldy + (size_t)LAYA_MIN(r + j, c1 - 1)];
                     switch (nb) {
-                    case 1: q_tile(wt, 4, 1, w, &pp, nk, in, out); break;
-                    case 2: q_tile(wt, 2, 2, w, &pp, nk, in, out); break;
-                    case 3: q_tile(wt, 2, 3, w, &pp, nk, in, out); break;
-                    default: q_tile(wt, 2, 4, w, &pp, nk, in, out); break;
+                    case 1: q_tile(wt, QNS1, 1, w, &pp, nk, add, o, ld); break;
+                    case 2: q_tile(wt, QNS, 2, w, &pp, nk, add, o, ld); break;
+                    case 3: q_tile(wt, QNS, 3, w, &pp, nk, add, o, ld); break;
+                    default: q_tile(wt, QNS, 4, w, &pp, nk, add, o, ld); break;
                     }
-                    for (int t = 0; t < nb; t++)
-                        for (int j = 0; j < nr && r + j < c1; j++)
-                            y[(size_t)(b0 + t) * ldy + (size_t)(r + j)] = out[t * nr + j];
+                    if (!whole)
+                        for (int t = 0; t < nb; t++)
+                            for (int j = 0; j < nr && r + j < c1; j++)
+                                y[(size_t)(b0 + t) * ldy + (size_t)(r + j)] = tmp[t * nr + j];
                 }
             }
         }
