@@ -3,6 +3,7 @@
  * invalid UTF-8 and huge inputs, the asynchronous form, and that the keystroke path never allocates.
  * Nothing here depends on timing. Needs `make fixtures` (LAYA_FIXTURES may point elsewhere). */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -622,12 +623,13 @@ static void test_async(const laya_model *m) {
 
 /* A decision the deadline cut short is finished in the worker's idle time and delivered again: the second
  * callback carries what a session without a deadline gives, and poll reports it. */
-static int rf_calls;
+static _Atomic int rf_calls; /* written by the worker, read here: the texts are published by the count */
 static char rf_text[2][256];
 static void on_refined(void *user, const laya_candidate *c, int32_t n) {
     (void)user;
-    if (rf_calls < 2) snprintf(rf_text[rf_calls], sizeof rf_text[0], "%s", n ? c[0].text : "");
-    rf_calls++;
+    int i = atomic_load(&rf_calls);
+    if (i < 2) snprintf(rf_text[i], sizeof rf_text[0], "%s", n ? c[0].text : "");
+    atomic_store(&rf_calls, i + 1);
 }
 
 static void test_async_refined(const laya_model *m) {
@@ -640,11 +642,12 @@ static void test_async_refined(const laya_model *m) {
     if (!s || !ref) return;
     static const char key[] = "the GNU General Public Lic";
     CHECK(laya_session_submit(s, key, strlen(key), NULL, 0, on_refined, NULL) == LAYA_OK, "submit");
-    for (int spin = 0; spin < 200000 && rf_calls < 2; spin++) usleep(100);
+    for (int spin = 0; spin < 200000 && atomic_load(&rf_calls) < 2; spin++) usleep(100);
     char b[2048];
     const laya_candidate *rc;
     int nr = decide(ref, key, NULL, b, sizeof b, &rc);
-    CHECK(rf_calls == 2, "%d callbacks for a decision cut short (2 expected)", rf_calls);
+    int calls = atomic_load(&rf_calls);
+    CHECK(calls == 2, "%d callbacks for a decision cut short (2 expected)", calls);
     CHECK(nr > 0 && !strcmp(rf_text[1], rc[0].text), "refined callback '%s', without a deadline '%s'", rf_text[1],
           nr > 0 ? rc[0].text : "");
     int ready = 0;
