@@ -28,7 +28,7 @@
 #define CC_MAX 64     /* typo decisions remembered (by context and word): more than one plan makes */
 #define PF_MAX 16     /* guesses of the next text one prefetch considers */
 #define NC_ROW0 (-1000)   /* hyp.row <= NC_ROW0: node-cache entry NC_ROW0 - row */
-#define FORK_MIN 16   /* batch room per slot for catching up (max_batch) */
+#define CATCHUP_ROOM 16 /* batch rows per slot for a hypothesis catching up on its tokens (max_batch) */
 #define FIN_MAX 64    /* finished candidates kept per decision */
 #define CHUNK 64      /* prompt tokens per laya_decode */
 #define CAL_MAX 64
@@ -538,8 +538,8 @@ laya_status laya_session_create(const laya_model *m, laya_session_params p, laya
                         : p.normalize & (LAYA_NORM_FULLWIDTH | LAYA_NORM_ZERO_WIDTH | LAYA_NORM_SPACES);
     laya_status st = LAYA_ERR_NOMEM;
     size_t mt = (size_t)p.max_text, nv = (size_t)s->n_vocab, ns = (size_t)s->n_slots;
-    s->max_batch = LAYA_MAX(CHUNK, s->n_slots * (FORK_MIN + p.max_tokens + 1));
-    s->max_batch = LAYA_MAX(s->max_batch, (s->n_slots + TYPO_SLOTS) * (FORK_MIN + TYPO_TOK + 2));
+    s->max_batch = LAYA_MAX(CHUNK, s->n_slots * (CATCHUP_ROOM + p.max_tokens + 1));
+    s->max_batch = LAYA_MAX(s->max_batch, (s->n_slots + TYPO_SLOTS) * (CATCHUP_ROOM + TYPO_TOK + 2));
     laya_context_params cp = {.n_seq = s->n_slots + TYPO_SLOTS, .max_kv_size = p.max_kv_size,
                               .max_batch = s->max_batch, .max_logits = (s->n_slots + TYPO_SLOTS) * (TYPO_TOK + 1)};
     st = laya_context_create(m, cp, &s->ctx, err, errlen);

@@ -557,6 +557,19 @@ INLINE void panel_tile(int na, const q_panel *P, int nk, const uint8_t *const *a
     }
 }
 
+/* For the panel and rows-in-lanes kernels: each activation block's scale, and the correction for the weight
+ * offset (off = 128 for Q8_0, 8 for Q4_0) that the unsigned dot product adds: -off * sum(a), the byte sum
+ * taken via unsigned bytes, sum(a) = sum(a ^ 0x80) - 32 * 128. */
+static void act_blocks(const block_q8_0 *ab, int nk, int off, float *da, int32_t *corr) {
+    for (int i = 0; i < nk; i++) {
+        __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)ab[i].qs), _mm256_set1_epi8((char)0x80));
+        __m256i s4 = _mm256_sad_epu8(v, _mm256_setzero_si256());
+        __m128i s2 = _mm_add_epi64(_mm256_castsi256_si128(s4), _mm256_extracti128_si256(s4, 1));
+        corr[i] = -off * ((int)(_mm_cvtsi128_si64(s2) + _mm_extract_epi64(s2, 1)) - 32 * 128);
+        da[i] = _cvtsh_ss(ab[i].d);
+    }
+}
+
 /* noinline: its 34 KB of stack must not add to the decode kernel's 48 KB in avx512_matmul's frame */
 __attribute__((noinline)) static void mm_q8_panel(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act,
                                                   size_t arb, int B, int64_t K, int64_t r0, int64_t r1, float *y,
@@ -570,18 +583,8 @@ __attribute__((noinline)) static void mm_q8_panel(uint32_t wt, const uint8_t *W,
         int ns = LAYA_MIN(PSUPER, B - s0);
         for (int64_t k0 = 0; k0 < nb_k; k0 += PKB) {
             int nk = (int)LAYA_MIN(PKB, nb_k - k0);
-            for (int b = 0; b < ns; b++) {
-                const block_q8_0 *ab = (const block_q8_0 *)(act + (size_t)(s0 + b) * arb) + k0;
-                for (int i = 0; i < nk; i++) {
-                    /* the byte sum via unsigned bytes: sum(a) = sum(a ^ 0x80) - 32 * 128 */
-                    __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)ab[i].qs), _mm256_set1_epi8((char)0x80));
-                    __m256i s4 = _mm256_sad_epu8(v, _mm256_setzero_si256());
-                    __m128i s2 = _mm_add_epi64(_mm256_castsi256_si128(s4), _mm256_extracti128_si256(s4, 1));
-                    int sum = (int)(_mm_cvtsi128_si64(s2) + _mm_extract_epi64(s2, 1)) - 32 * 128;
-                    corr[b][i] = -off * sum;
-                    da[b][i] = _cvtsh_ss(ab[i].d);
-                }
-            }
+            for (int b = 0; b < ns; b++)
+                act_blocks((const block_q8_0 *)(act + (size_t)(s0 + b) * arb) + k0, nk, off, da[b], corr[b]);
             for (int64_t row0 = r0; row0 < r1; row0 += 16) {
                 int64_t nrows = LAYA_MIN(16, r1 - row0);
                 pack_panel(wt, W, wrb, row0, nrows, k0, nk, &P);
@@ -752,18 +755,8 @@ __attribute__((noinline)) static void mm_q8_rows(uint32_t wt, const uint8_t *W, 
     int32_t corr[PANEL_MIN_B][RL_KC];
     for (int64_t k0 = 0; k0 < nb_k; k0 += RL_KC) {
         int64_t nk = LAYA_MIN(RL_KC, nb_k - k0);
-        for (int b = 0; b < B; b++) {
-            const block_q8_0 *ab = (const block_q8_0 *)(act + (size_t)b * arb) + k0;
-            for (int64_t i = 0; i < nk; i++) {
-                /* the byte sum via unsigned bytes: sum(a) = sum(a ^ 0x80) - 32 * 128 */
-                __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)ab[i].qs), _mm256_set1_epi8((char)0x80));
-                __m256i s4 = _mm256_sad_epu8(v, _mm256_setzero_si256());
-                __m128i s2 = _mm_add_epi64(_mm256_castsi256_si128(s4), _mm256_extracti128_si256(s4, 1));
-                int sum = (int)(_mm_cvtsi128_si64(s2) + _mm_extract_epi64(s2, 1)) - 32 * 128;
-                corr[b][i] = -off * sum;
-                da[b][i] = _cvtsh_ss(ab[i].d);
-            }
-        }
+        for (int b = 0; b < B; b++)
+            act_blocks((const block_q8_0 *)(act + (size_t)b * arb) + k0, (int)nk, off, da[b], corr[b]);
         for (int64_t row0 = r0; row0 < r1; row0 += 16) {
             int64_t nrows = LAYA_MIN(16, r1 - row0);
             const uint8_t *Wr = W + (size_t)row0 * wrb;

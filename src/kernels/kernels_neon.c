@@ -542,6 +542,14 @@ static float neon_exp_sum(const float *x, float shift, float *y, int64_t n) {
     return s;
 }
 
+/* acc[0..3] += (x0, x1, x2, x3) * a: sixteen lanes, the attention kernels' inner step */
+static inline void fma16(float32x4_t acc[4], float32x4_t x0, float32x4_t x1, float32x4_t x2, float32x4_t x3, float a) {
+    acc[0] = vfmaq_n_f32(acc[0], x0, a);
+    acc[1] = vfmaq_n_f32(acc[1], x1, a);
+    acc[2] = vfmaq_n_f32(acc[2], x2, a);
+    acc[3] = vfmaq_n_f32(acc[3], x3, a);
+}
+
 /* Up to 2 heads x 16 columns in 8 accumulators; each value row is read once per such tile. */
 static void neon_attn_v(const float *w, size_t w_stride, int nh, const float *v, size_t v_stride, int64_t npos,
                         int64_t d, float *out, size_t out_stride) {
@@ -555,13 +563,7 @@ static void neon_attn_v(const float *w, size_t w_stride, int nh, const float *v,
             for (int64_t p = 0; p < npos; p++) {
                 const float *vr = v + (size_t)p * v_stride + (size_t)j0;
                 float32x4_t x0 = vld1q_f32(vr), x1 = vld1q_f32(vr + 4), x2 = vld1q_f32(vr + 8), x3 = vld1q_f32(vr + 12);
-                for (int h = 0; h < hn; h++) {
-                    float a = w[(size_t)(h0 + h) * w_stride + (size_t)p];
-                    acc[h][0] = vfmaq_n_f32(acc[h][0], x0, a);
-                    acc[h][1] = vfmaq_n_f32(acc[h][1], x1, a);
-                    acc[h][2] = vfmaq_n_f32(acc[h][2], x2, a);
-                    acc[h][3] = vfmaq_n_f32(acc[h][3], x3, a);
-                }
+                for (int h = 0; h < hn; h++) fma16(acc[h], x0, x1, x2, x3, w[(size_t)(h0 + h) * w_stride + (size_t)p]);
             }
             for (int h = 0; h < hn; h++) {
                 float *o = out + (size_t)(h0 + h) * out_stride + (size_t)j0;
@@ -599,13 +601,7 @@ static void neon_attn_qk(const float *q, size_t q_stride, int nh, const float *k
                     kr = t;
                 }
                 float32x4_t k0 = vld1q_f32(kr), k1 = vld1q_f32(kr + 4), k2 = vld1q_f32(kr + 8), k3 = vld1q_f32(kr + 12);
-                for (int h = 0; h < hn; h++) {
-                    float a = q[(size_t)(h0 + h) * q_stride + (size_t)j];
-                    acc[h][0] = vfmaq_n_f32(acc[h][0], k0, a);
-                    acc[h][1] = vfmaq_n_f32(acc[h][1], k1, a);
-                    acc[h][2] = vfmaq_n_f32(acc[h][2], k2, a);
-                    acc[h][3] = vfmaq_n_f32(acc[h][3], k3, a);
-                }
+                for (int h = 0; h < hn; h++) fma16(acc[h], k0, k1, k2, k3, q[(size_t)(h0 + h) * q_stride + (size_t)j]);
             }
             for (int h = 0; h < hn; h++) {
                 float t[16];
