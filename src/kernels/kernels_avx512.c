@@ -560,7 +560,8 @@ INLINE void panel_tile(int na, const q_panel *P, int nk, const uint8_t *const *a
 /* For the panel and rows-in-lanes kernels: each activation block's scale, and the correction for the weight
  * offset (off = 128 for Q8_0, 8 for Q4_0) that the unsigned dot product adds: -off * sum(a), the byte sum
  * taken via unsigned bytes, sum(a) = sum(a ^ 0x80) - 32 * 128. */
-static void act_blocks(const block_q8_0 *ab, int nk, int off, float *da, int32_t *corr) {
+static inline __attribute__((always_inline)) void act_blocks(const block_q8_0 *ab, int nk, int off, float *da,
+                                                              int32_t *corr) {
     for (int i = 0; i < nk; i++) {
         __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)ab[i].qs), _mm256_set1_epi8((char)0x80));
         __m256i s4 = _mm256_sad_epu8(v, _mm256_setzero_si256());
