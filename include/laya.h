@@ -274,6 +274,12 @@ typedef struct laya_session_params {
     double prefetch_ms;     /* async: after each decision the worker spends up to this long deciding the likeliest
                                next texts (see laya_session_prefetch) until the next submit (default 40; 0: off) */
     const char *user_dict;  /* path of the user dictionary file (boosts, learning), or NULL; copied */
+    int32_t doc_cache_bytes;/* text mode: the words of this many bytes of the text before the cursor (all of
+                               it that set_text is given, not just max_text) are a cache model mixed with the
+                               model's candidates, so that the names and words a document keeps using come up;
+                               a word used 3 times there is not corrected. Held in memory only (about 40 bytes
+                               per byte of window), a function of the text alone, off for a sensitive session.
+                               Default 65536; 0: off; else 256..4 MiB */
 } laya_session_params;
 
 typedef struct laya_candidate {

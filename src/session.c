@@ -14,6 +14,7 @@
 #include "normalize.h"
 #include "typo.h"
 #include "unicode.h"
+#include "doccache.h"
 #include "userdict.h"
 #include "vtrie.h"
 
@@ -37,6 +38,9 @@
 #define TYPO_TOK 6        /* longest word (tokens) scored as a correction */
 #define TYPO_PRIOR 2.5    /* log-odds cost of one unit of typo cost (typo.h: a plain substitution is 1) */
 #define UD_LAMBDA 0.2     /* weight of the user-dictionary cache model against the language model */
+#define DC_LAMBDA 0.3     /* weight of the document cache against the language model, ... */
+#define DC_N0 200.0       /* ... reached as the window fills: lambda * n / (n + DC_N0) for n words */
+#define DC_KNOWN 3        /* a word the document has this often (this one too) is not corrected */
 #define TYPO_COMMON 200   /* a known word counted this often in the word list is not checked at all */
 #define TYPO_KNOWN 6.0    /* and of replacing a word the list knows (a real-word error: about 1 in 400) */
 
@@ -203,6 +207,7 @@ struct laya_session {
     float cal_x[CAL_MAX], cal_y[CAL_MAX];
     int32_t cal_n;
     ud_dict *ud;
+    dc_cache *dc;              /* the document cache (text mode, not sensitive, doc_cache_bytes > 0) */
     ty_list *typos;            /* known words for corrections: the model's whole-word tokens, user words */
     laya_token *ctok;          /* (ptok_cap) the prompt before the last word, for scoring corrections */
     int32_t last_ws, last_we, last_anchor; /* the last completed word in norm (last_ws -1: none to check) */
@@ -220,6 +225,9 @@ struct laya_session {
     int busy, stop_worker, job_valid;
     char *a_before, *a_after, *w_before, *w_after; /* submitted and worker copies */
     size_t ab_len, aa_len, wb_len, wa_len;
+    char *a_doc, *w_doc;       /* the end of the text for the document cache (dc_span bytes) */
+    size_t ad_len, wd_len;
+    uint64_t ad_base, wd_base; /* where they start in the caller's text */
     laya_suggest_cb cb;
     void *cb_user;
     laya_suggest_cb w_cb;      /* the worker's job: its callback, user pointer and submit */
@@ -415,7 +423,8 @@ laya_session_params laya_session_default_params(void) {
                              .min_prob = 0,
                              .beam = 0,
                              .prefetch_ms = 40,
-                             .user_dict = NULL};
+                             .user_dict = NULL,
+                             .doc_cache_bytes = 65536};
     return p;
 }
 
@@ -493,11 +502,12 @@ void laya_session_free(laya_session *s) {
     tok_work_free(s->tw);
     vt_free(&s->vt);
     ud_free(s->ud);
+    dc_free(s->dc);
     ty_list_free(s->typos);
     laya_free(s->ctok);
     void *bufs[] = {s->tflag, s->norm,   s->map,      s->after, s->amap,     s->ctxt,     s->prompt, s->guess,
                     s->ptok,  s->live,   s->next,     s->pool,  s->fins,     s->allowed,  s->vals,
-                    s->b_tok, s->b_seq,  s->b_want,   s->pre_logits, s->nc_pri, s->a_before, s->a_after, s->w_before,
+                    s->b_tok, s->b_seq,  s->b_want,   s->pre_logits, s->nc_pri, s->a_before, s->a_after, s->a_doc, s->w_doc, s->w_before,
                     s->w_after, s->nc_logits, s->nc_key, s->nc_n, s->nc_stamp, s->nc_sum, s->cur_raw, s->cur_after,
                     s->pf_text, s->cc};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) laya_free(bufs[i]);
@@ -515,7 +525,8 @@ laya_status laya_session_create(const laya_model *m, laya_session_params p, laya
         p.max_tokens > MAX_STEPS || p.max_kv_size < 16 || p.max_kv_size > (1 << 16) || p.max_text < 16 ||
         p.max_text > (1 << 20) || p.deadline_ms < 0 || !(p.deadline_ms == p.deadline_ms) ||
         !(p.min_prob >= 0 && p.min_prob < 1) || p.beam < 0 || p.beam > LAYA_MAX_CANDIDATES ||
-        !(p.prefetch_ms >= 0 && p.prefetch_ms <= 1e6))
+        !(p.prefetch_ms >= 0 && p.prefetch_ms <= 1e6) ||
+        (p.doc_cache_bytes != 0 && (p.doc_cache_bytes < DC_WINDOW_MIN || p.doc_cache_bytes > (int32_t)DC_WINDOW_MAX)))
         return laya_err(err, errlen, LAYA_ERR_INVALID_ARG,
                         "session params out of range (mode %d, n_candidates %d, max_tokens %d, max_kv_size %d, "
                         "max_text %d)",
@@ -654,6 +665,11 @@ laya_status laya_session_create(const laya_model *m, laya_session_params p, laya
             goto fail;
         }
     }
+    if (p.mode == LAYA_MODE_TEXT && !p.sensitive && p.doc_cache_bytes > 0 &&
+        (st = dc_create((size_t)p.doc_cache_bytes, &s->dc))) {
+        laya_err(err, errlen, st, "out of memory for the document cache");
+        goto fail;
+    }
     if (p.mode == LAYA_MODE_TEXT && (st = build_typos(s))) {
         laya_err(err, errlen, st, "out of memory building the word list");
         goto fail;
@@ -664,6 +680,11 @@ laya_status laya_session_create(const laya_model *m, laya_session_params p, laya
         s->w_before = laya_malloc(mt + 8);
         s->w_after = laya_malloc(mt / 4 + 8);
         if (!s->a_before || !s->a_after || !s->w_before || !s->w_after) goto nomem;
+        if (s->dc) {
+            s->a_doc = laya_malloc(dc_span(s->dc));
+            s->w_doc = laya_malloc(dc_span(s->dc));
+            if (!s->a_doc || !s->w_doc) goto nomem;
+        }
         pthread_mutex_init(&s->mu, NULL);
         pthread_cond_init(&s->cv, NULL);
         pthread_cond_init(&s->idle_cv, NULL);
@@ -1150,11 +1171,9 @@ static laya_status set_text(laya_session *s, const char *before, size_t before_l
     return LAYA_OK;
 }
 
-laya_status laya_session_set_text(laya_session *s, const char *before, size_t before_len, const char *after,
-                                  size_t after_len) {
-    if (!s) return LAYA_ERR_INVALID_ARG;
-    if ((!before && before_len) || (!after && after_len))
-        return laya_err(s->err, sizeof s->err, LAYA_ERR_INVALID_ARG, "NULL text with a nonzero length");
+/* set_text of the caller's text (the document cache aside: the caller updates it). */
+static laya_status set_text_window(laya_session *s, const char *before, size_t before_len, const char *after,
+                                   size_t after_len) {
     if (!before) before = "";
     /* Kept for prefetch, which decides guessed texts and then comes back to this one. */
     size_t mt = (size_t)s->p.max_text, cut = window_start(before, before_len, mt);
@@ -1173,6 +1192,15 @@ laya_status laya_session_set_text(laya_session *s, const char *before, size_t be
     laya_status st = set_text(s, s->cur_raw, s->cur_raw_len, s->cur_after, s->cur_after_len);
     s->st.truncated |= cut > 0 || an < after_len;
     return st;
+}
+
+laya_status laya_session_set_text(laya_session *s, const char *before, size_t before_len, const char *after,
+                                  size_t after_len) {
+    if (!s) return LAYA_ERR_INVALID_ARG;
+    if ((!before && before_len) || (!after && after_len))
+        return laya_err(s->err, sizeof s->err, LAYA_ERR_INVALID_ARG, "NULL text with a nonzero length");
+    dc_update(s->dc, before, before_len, 0);
+    return set_text_window(s, before, before_len, after, after_len);
 }
 
 /* ---- the decision ----------------------------------------------------------------------------------- */
@@ -1589,6 +1617,8 @@ static laya_status corrections(laya_session *s) {
     /* A word seen this often in the list's text is almost never a slip for another (four of five typed
      * words): the model is not asked, which saves the decision about 20 rows at each word start. */
     if (known && count >= TYPO_COMMON) return LAYA_OK;
+    /* ... and neither is a word this document keeps using (names, coinages: "Queequeg") */
+    if (s->dc && dc_count(s->dc, typed, tl) >= DC_KNOWN) return LAYA_OK;
     /* The same word in the same context was decided before (a prefetch guessed this text): reuse it. */
     uint64_t key = KEY0;
     for (int32_t i = 0; i < s->n_ctok; i++) key = key_mix(key, s->ctok[i]);
@@ -1717,6 +1747,40 @@ static laya_status corrections(laya_session *s) {
     return LAYA_OK;
 }
 
+/* The document cache as a cache language model: p = (1 - l) p_model + l p_doc, where p_doc is how often the
+ * word occurs in the text before the cursor (after the word before it, if that pair occurred), and l grows
+ * with the words there. Words the document has that start with what was typed (or followed the word
+ * before) and the model did not offer join the candidates. */
+static void doc_mix(laya_session *s) {
+    int32_t partial = s->kind == LAYA_KIND_COMPLETE ? s->norm_len - s->word_start : 0;
+    size_t ws, we;
+    if (dc_prev_word(s->norm, (size_t)s->word_start, &ws, &we)) dc_set_context(s->dc, s->norm + ws, we - ws);
+    else dc_set_context(s->dc, NULL, 0);
+    double nw = (double)dc_total(s->dc), lam = DC_LAMBDA * nw / (nw + DC_N0);
+    for (int32_t i = 0; i < s->n_fins; i++) {
+        const char *w = s->fins[i].text;
+        int32_t n = s->fins[i].len;
+        while (n > 0 && *w == ' ') w++, n--;
+        double pd = n > 0 ? dc_prob(s->dc, w, (size_t)n) : 0;
+        s->fins[i].logp = log((1 - lam) * exp(s->fins[i].logp) + lam * pd);
+    }
+    /* A next word joins only after a space: elsewhere whether a space comes first is the model's call. */
+    char last = s->norm_len > 0 ? s->norm[s->norm_len - 1] : 0;
+    if (partial == 0 && last != ' ') return;
+    dc_hit h[LAYA_MAX_CANDIDATES];
+    size_t k = dc_top(s->dc, s->norm + s->word_start, (size_t)partial, h, (size_t)s->p.n_candidates);
+    for (size_t i = 0; i < k; i++) {
+        int dup = 0;
+        for (int32_t j = 0; j < s->n_fins && !dup; j++) {
+            const char *w = s->fins[j].text;
+            int32_t n = s->fins[j].len;
+            while (n > 0 && *w == ' ') w++, n--;
+            dup = n == h[i].len && !memcmp(w, h[i].word, (size_t)n);
+        }
+        if (!dup) add_fin(s, h[i].word, h[i].len, log(lam * h[i].p));
+    }
+}
+
 static laya_status decide(laya_session *s) {
     s->n_fins = 0;
     s->out.n = 0;
@@ -1791,6 +1855,7 @@ static laya_status decide(laya_session *s) {
         s->out.n = 1;
     }
     /* rank */
+    if (s->dc && dc_total(s->dc) > 0) doc_mix(s);
     if (s->ud && s->p.mode == LAYA_MODE_TEXT) {
         /* The user's words as a cache model interpolated with the model: p = (1 - l) p_model + l p_user,
          * p_user(w) = weight(w) / the weight of all the user's words that start with what was typed. So the
@@ -2099,6 +2164,11 @@ static void *worker_main(void *arg) {
         memcpy(s->w_after, s->a_after, s->aa_len);
         s->wb_len = s->ab_len;
         s->wa_len = s->aa_len;
+        if (s->dc) {
+            memcpy(s->w_doc, s->a_doc, s->ad_len);
+            s->wd_len = s->ad_len;
+            s->wd_base = s->ad_base;
+        }
         laya_suggest_cb cb = s->w_cb = s->cb;
         void *ud = s->w_ud = s->cb_user;
         s->w_gen = gen;
@@ -2109,7 +2179,8 @@ static void *worker_main(void *arg) {
         int32_t n = 0;
         s->t_start_ms = t0; /* the deadline counts from the submit's start, set_text included */
         s->st.deadline_hit = 0;
-        laya_status st = laya_session_set_text(s, s->w_before, s->wb_len, s->w_after, s->wa_len);
+        dc_update(s->dc, s->w_doc, s->wd_len, s->wd_base);
+        laya_status st = set_text_window(s, s->w_before, s->wb_len, s->w_after, s->wa_len);
         if (!st && atomic_load(&s->sub_gen) == gen) {
             int hit = s->st.deadline_hit;
             st = decide(s);
@@ -2157,6 +2228,12 @@ laya_status laya_session_submit(laya_session *s, const char *before, size_t befo
     if (s->ab_len) memcpy(s->a_before, before + cut, s->ab_len);
     s->aa_len = an;
     if (an) memcpy(s->a_after, after, an);
+    if (s->dc) {
+        size_t span = dc_span(s->dc), d0 = before_len > span ? before_len - span : 0;
+        s->ad_len = before_len - d0;
+        s->ad_base = d0;
+        if (s->ad_len) memcpy(s->a_doc, before + d0, s->ad_len);
+    }
     s->cb = cb;
     s->cb_user = user;
     s->job_valid = 1;

@@ -563,6 +563,83 @@ static void test_sensitive(const laya_model *m) {
     unlink(lock);
 }
 
+static int has_text(const laya_candidate *c, int n, const char *t, int kind) {
+    for (int i = 0; i < n; i++)
+        if (!strcmp(c[i].text, t) && c[i].kind == kind) return 1;
+    return 0;
+}
+
+/* The document cache: a name used far behind the model's window comes back as a completion and after
+ * the word it followed, not with the cache off or in a sensitive field; the asynchronous form sees the
+ * whole text too; a word the document keeps using is not corrected. */
+static void test_doc_cache(const laya_model *m) {
+    static char text[8192];
+    size_t n = 0;
+    n += (size_t)snprintf(text + n, sizeof text - n, "I met Captain Zorvath at the inn. ");
+    while (n < 4000) n += (size_t)snprintf(text + n, sizeof text - n, "the cat sat on the mat and the dog ran to the park. ");
+    size_t body = n;
+    char buf[4096];
+    const laya_candidate *c;
+    for (int mode = 0; mode < 3; mode++) { /* cache on, off, sensitive */
+        laya_session_params p = laya_session_default_params();
+        p.doc_cache_bytes = mode == 1 ? 0 : 65536;
+        p.sensitive = mode == 2;
+        laya_session *s = NULL;
+        CHECK(laya_session_create(m, p, &s, NULL, 0) == LAYA_OK, "create");
+        if (!s) return;
+        snprintf(text + body, sizeof text - body, "Then Zor");
+        int k = decide(s, text, NULL, buf, sizeof buf, &c);
+        int found = has_text(c, k, "Zorvath", LAYA_KIND_COMPLETE);
+        CHECK(found == (mode == 0), "mode %d: completion of a name 4000 bytes back: %s", mode, buf);
+        if (mode == 0)
+            for (int i = 0; i < k; i++)
+                if (!strcmp(c[i].text, "Zorvath")) CHECK(c[i].replace == 3 && c[i].prob > 0, "replace %d", c[i].replace);
+        snprintf(text + body, sizeof text - body, "Then Captain ");
+        k = decide(s, text, NULL, buf, sizeof buf, &c);
+        CHECK(has_text(c, k, "Zorvath", LAYA_KIND_NEXT) == (mode == 0), "mode %d: the word after Captain: %s", mode, buf);
+        laya_session_free(s);
+    }
+    /* asynchronous: the submit copies enough of the text for the cache */
+    laya_session_params p = laya_session_default_params();
+    p.async = 1;
+    laya_session *s = NULL;
+    CHECK(laya_session_create(m, p, &s, NULL, 0) == LAYA_OK, "create async");
+    if (s) {
+        snprintf(text + body, sizeof text - body, "Then Zor");
+        CHECK(laya_session_submit(s, text, strlen(text), NULL, 0, NULL, NULL) == LAYA_OK, "submit");
+        int ready = 0;
+        int32_t k = 0;
+        for (int i = 0; i < 20000 && !ready; i++) {
+            laya_session_poll(s, &ready, &c, &k);
+            if (!ready) usleep(500);
+        }
+        CHECK(ready && has_text(c, k, "Zorvath", LAYA_KIND_COMPLETE), "async: name not offered (ready %d)", ready);
+        laya_session_free(s);
+    }
+    /* a slip the model corrects is left alone once the document has it three times */
+    laya_session *on = make(m, LAYA_MODE_TEXT, 5);
+    p = laya_session_default_params();
+    p.doc_cache_bytes = 0;
+    laya_session *off = NULL;
+    CHECK(laya_session_create(m, p, &off, NULL, 0) == LAYA_OK, "create");
+    if (on && off) {
+        const char *t = "I saw teh cat. Then teh dog and teh ";
+        int k = decide(off, t, NULL, buf, sizeof buf, &c);
+        CHECK(k > 0 && c[0].kind == LAYA_KIND_CORRECT, "the fixture corrects teh: %s", buf);
+        k = decide(on, t, NULL, buf, sizeof buf, &c);
+        CHECK(k > 0 && c[0].kind != LAYA_KIND_CORRECT, "a word used three times corrected: %s", buf);
+        k = decide(on, "I saw teh ", NULL, buf, sizeof buf, &c);
+        CHECK(k > 0 && c[0].kind == LAYA_KIND_CORRECT, "a first slip still corrected: %s", buf);
+    }
+    laya_session_free(on);
+    laya_session_free(off);
+    /* out-of-range sizes are refused */
+    p = laya_session_default_params();
+    p.doc_cache_bytes = 100;
+    s = NULL;
+    CHECK(laya_session_create(m, p, &s, NULL, 0) == LAYA_ERR_INVALID_ARG && !s, "doc_cache_bytes 100 accepted");
+}
+
 /* accept computes the next text's prompt at once: the keystroke that follows decodes nothing new */
 static void test_accept_warm(const laya_model *m) {
     laya_session *s = make(m, LAYA_MODE_TEXT, 5);
@@ -780,6 +857,7 @@ int main(void) {
     test_focused(llama);
     test_no_alloc(llama);
     test_sensitive(llama);
+    test_doc_cache(llama);
     test_accept_warm(llama);
     test_async(llama);
     test_async_refined(llama);

@@ -33,6 +33,8 @@ int cmd_type(int argc, char **argv);
     "  --threads N       worker threads (default 2)\n"                                                       \
     "  --calibration F   confidence map (lines \"prob hit\"); default MODEL.calib when it exists\n"         \
     "  --user-dict F     user dictionary file (boosts words the user added or accepted)\n"                 \
+    "  --doc-cache N     bytes of the text before the cursor whose words are a cache model (default 65536;\n" \
+    "                    0: off)\n"                                                                       \
     "  --min-prob P      drop candidates less likely than P (default 0: keep all)\n"                        \
     "  --deadline MS     a decision returns what it has after MS milliseconds (default 0: none)\n"
 
@@ -47,7 +49,7 @@ int cmd_type(int argc, char **argv);
     "correct; latency_ms is set_text + suggest on a warmed-up session.\n" HELP_COMMON
 
 #define HELP_EVAL                                                                                            \
-    "usage: laya eval [-m MODEL] --text FILE [-k 3] [--mode M] [--json] [--max-chars N]\n"                  \
+    "usage: laya eval [-m MODEL] --text FILE [-k 3] [--mode M] [--json] [--from N] [--max-chars N]\n"       \
     "                 [--count presage|chars] [--fit-calibration OUT] [--dump-probs F] [--learn]\n"       \
     "                 [--idle MS]\n"                                                                        \
     "Simulates a user typing FILE one character at a time. Before each character of a word the session\n" \
@@ -69,7 +71,9 @@ int cmd_type(int argc, char **argv);
     "temporary file, as Presage's simulator learns online); without it nothing is learned.\n"             \
     "--idle MS: between keystrokes the simulated user leaves MS milliseconds, which the session spends on\n" \
     "laya_session_prefetch (the likeliest next texts decided ahead); latency still counts set_text +\n"  \
-    "suggest only, the time the user waits (default 0: keystrokes back to back).\n" HELP_COMMON
+    "suggest only, the time the user waits (default 0: keystrokes back to back).\n"                      \
+    "--from N: typing starts at the first word at or after byte N, the text before it already there (not\n" \
+    "counted); --max-chars N: the file ends at byte N.\n" HELP_COMMON
 
 #define HELP_TYPE                                                                                            \
     "usage: laya type [-m MODEL] [--mode M] [-k 5]\n"                                                        \
@@ -79,7 +83,8 @@ int cmd_type(int argc, char **argv);
 
 typedef struct sess_opts {
     const char *model, *mode, *text_file, *after, *context, *calib, *fit_out, *user_dict, *text, *min_prob, *count, *dump_out, *deadline, *idle;
-    long k, max_tokens, threads, max_chars, beam, max_kv, max_text;
+    long k, max_tokens, threads, max_chars, from, beam, max_kv, max_text, doc_cache;
+    int doc_cache_set;
     int json, learn, focused;
 } sess_opts;
 
@@ -115,8 +120,13 @@ static int parse_opts(const char *cmd, const char *help, int argc, char **argv, 
         else if (arg_int(&p, NULL, "--beam", 1, 16, &o->beam)) {}
         else if (arg_int(&p, NULL, "--max-kv", 16, 1 << 16, &o->max_kv)) {}
         else if (arg_int(&p, NULL, "--max-text", 16, 1 << 20, &o->max_text)) {}
+        else if (arg_int(&p, NULL, "--doc-cache", 0, 1 << 22, &o->doc_cache)) {
+            if (o->doc_cache && o->doc_cache < 256) return cli_usage_error(cmd, "--doc-cache must be 0 or 256..4194304");
+            o->doc_cache_set = 1;
+        }
         else if (arg_int(&p, NULL, "--threads", 0, 64, &o->threads)) {}
         else if (arg_int(&p, NULL, "--max-chars", 1, LONG_MAX / 2, &o->max_chars)) {}
+        else if (arg_int(&p, NULL, "--from", 0, LONG_MAX / 2, &o->from)) {}
         else if (arg_is(&p, NULL, "--json")) o->json = 1;
         else if (arg_is(&p, NULL, "--learn")) o->learn = 1;
         else if (arg_is(&p, NULL, "--focused")) o->focused = 1;
@@ -184,6 +194,7 @@ static int open_session(const char *cmd, const sess_opts *o, long k_default, ses
     if (o->beam) sp.beam = (int32_t)o->beam;
     if (o->max_kv) sp.max_kv_size = (int32_t)o->max_kv;
     if (o->max_text) sp.max_text = (int32_t)o->max_text;
+    if (o->doc_cache_set) sp.doc_cache_bytes = (int32_t)o->doc_cache;
     sp.focused_output = o->focused;
     sp.user_dict = o->user_dict;
     if (o->min_prob) {
@@ -414,9 +425,13 @@ int cmd_eval(int argc, char **argv) {
     long chars = 0, keys = 0, nw = 0, top1 = 0, top3 = 0, hist_steps[8] = {0}, sum_rows = 0, sum_prompt = 0;
     long n_free = 0, n_guess = 0; /* decisions that decoded nothing; guesses prefetch finished */
     double idle_used = 0;
-    if (!presage)
-        for (size_t i = 0; i < n; i++) chars += ((unsigned char)t[i] & 0xC0) != 0x80;
     size_t i = 0;
+    if (o.from) { /* the first word start at or after --from */
+        i = (size_t)o.from < n ? (size_t)o.from : n;
+        while (i < n && i > 0 && is_wc(t, n, i - 1)) i++;
+    }
+    if (!presage)
+        for (size_t j = i; j < n; j++) chars += ((unsigned char)t[j] & 0xC0) != 0x80;
     while (i < n && lat && phs) {
         if (!is_wc(t, n, i)) {
             keys += !presage;
