@@ -442,6 +442,8 @@ static laya_token find_token(const laya_model *m, const char *str) {
 }
 
 static void *worker_main(void *arg);
+static laya_status set_text_window(laya_session *s, const char *before, size_t before_len, const char *after,
+                                   size_t after_len);
 
 /* The words a typo may have meant: whole-word tokens of the model (a space and letters), the model file's
  * word list (laya.words with laya.word_counts, from its training text: laya annotate), and user words. */
@@ -704,13 +706,13 @@ laya_status laya_session_create(const laya_model *m, laya_session_params p, laya
         const laya_candidate *c;
         int32_t n;
         for (int i = 0; i < 2; i++) {
-            if ((st = laya_session_set_text(s, warm[i], strlen(warm[i]), "", 0)) ||
+            if ((st = set_text_window(s, warm[i], strlen(warm[i]), "", 0)) ||
                 (st = laya_session_suggest(s, &c, &n))) {
                 laya_err(err, errlen, st, "warm-up failed: %s", s->err);
                 goto fail;
             }
         }
-        laya_session_set_text(s, "", 0, "", 0);
+        set_text_window(s, "", 0, "", 0);
         memset(&s->st, 0, sizeof s->st);
         s->step_ms = 0; /* the warm-up's steps ran on cold caches: no prediction from them */
         s->n_step_hist = 0;
@@ -1964,7 +1966,7 @@ laya_status laya_session_accept(laya_session *s, int32_t i) {
     if (c->kind != LAYA_KIND_CORRECT && s->guess[n - 1] != ' ') s->guess[n++] = ' ';
     char *after = s->guess + n; /* set_text normalizes into s->after: give it a copy */
     memcpy(after, s->after, (size_t)s->after_len);
-    laya_status st = laya_session_set_text(s, s->guess, n, after, (size_t)s->after_len);
+    laya_status st = set_text_window(s, s->guess, n, after, (size_t)s->after_len); /* a guess: not the document */
     return st ? st : sync_prompt(s);
 }
 
