@@ -38,8 +38,10 @@
 #define TYPO_TOK 6        /* longest word (tokens) scored as a correction */
 #define TYPO_PRIOR 2.5    /* log-odds cost of one unit of typo cost (typo.h: a plain substitution is 1) */
 #define UD_LAMBDA 0.2     /* weight of the user-dictionary cache model against the language model */
-#define DC_LAMBDA 0.3     /* weight of the document cache against the language model, ... */
-#define DC_N0 200.0       /* ... reached as the window fills: lambda * n / (n + DC_N0) for n words */
+#define DC_LAMBDA_COMPLETE 0.85 /* weight of the document cache against the language model for the word
+                                 being typed (a word of this document that starts so is likely it) ... */
+#define DC_LAMBDA_NEXT 0.2  /* ... and for the next word ... */
+#define DC_N0 200.0         /* ... reached as the window fills: lambda * n / (n + DC_N0) for n words */
 #define DC_KNOWN 3        /* a word the document has this often (this one too) is not corrected */
 #define TYPO_COMMON 200   /* a known word counted this often in the word list is not checked at all */
 #define TYPO_KNOWN 6.0    /* and of replacing a word the list knows (a real-word error: about 1 in 400) */
@@ -1758,7 +1760,7 @@ static void doc_mix(laya_session *s) {
     size_t ws, we;
     if (dc_prev_word(s->norm, (size_t)s->word_start, &ws, &we)) dc_set_context(s->dc, s->norm + ws, we - ws);
     else dc_set_context(s->dc, NULL, 0);
-    double nw = (double)dc_total(s->dc), lam = DC_LAMBDA * nw / (nw + DC_N0);
+    double nw = (double)dc_total(s->dc), lam = (partial ? DC_LAMBDA_COMPLETE : DC_LAMBDA_NEXT) * nw / (nw + DC_N0);
     for (int32_t i = 0; i < s->n_fins; i++) {
         const char *w = s->fins[i].text;
         int32_t n = s->fins[i].len;

@@ -120,6 +120,8 @@ def build_model(torch):
             self.gate_proj = nn.Linear(d, mc["intermediate_size"], bias=False)
             self.up_proj = nn.Linear(d, mc["intermediate_size"], bias=False)
             self.down_proj = nn.Linear(mc["intermediate_size"], d, bias=False)
+            # residual dropout: the story rows are seen about 8 times in a run
+            self.drop = nn.Dropout(float(os.environ.get("LAYA_DROPOUT", CFG["train"].get("dropout", 0.0))))
 
         def forward(self, x, cos, sin):
             B, T, _ = x.shape
@@ -136,9 +138,9 @@ def build_model(torch):
                 att = (q @ k.transpose(-1, -2)) / math.sqrt(self.hd)
                 att = att.masked_fill(torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1), float("-inf"))
                 a = att.softmax(-1) @ v
-            x = x + self.o_proj(a.transpose(1, 2).reshape(B, T, -1))
+            x = x + self.drop(self.o_proj(a.transpose(1, 2).reshape(B, T, -1)))
             h = self.post_attention_layernorm(x)
-            return x + self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h))
+            return x + self.drop(self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h)))
 
     def rope(x, cos, sin):  # transformers' rotate-half convention
         x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
