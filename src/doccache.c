@@ -16,6 +16,10 @@
 #include "unicode.h"
 
 #define BEFORE 8 /* bytes kept before R0 */
+/* Runs of word characters longer than this (raw bytes) are never a word the cache counts; scans stop
+ * there, so that a megabyte without a space costs no more per keystroke than a word. */
+#define RUN_MAX (4 * DC_WORD_MAX)
+#define GAP_SCAN 64 /* the most bytes between two words that pair */
 
 typedef struct dc_word {
     uint64_t h;
@@ -103,6 +107,7 @@ static int in_word(const char *t, size_t n, size_t i, size_t *l) {
  * (a run of spaces is one to the model), no sentence end. */
 static int gap_pairs(const char *t, size_t a_end, size_t b_start) {
     size_t other = 0;
+    if (b_start - a_end > GAP_SCAN) return 0;
     for (size_t q = a_end; q < b_start; q++) {
         if (ends_sentence((unsigned char)t[q])) return 0;
         other += t[q] != ' ' && t[q] != '\t';
@@ -121,27 +126,38 @@ size_t dc_word_start(const char *t, size_t n) {
             ok = is_letter(nz_next(t, n, &q));
         }
         if (!ok) break;
+        if (n - j > RUN_MAX) { /* no word is this long: stop inside the run, but after a letter, since an
+                                  apostrophe that ends the kept text reads as no part of a word */
+            size_t q = j > 0 ? prev_start(t, n, j) : 0;
+            k = q;
+            if (j > 0 && is_apos(nz_next(t, n, &k))) j = q;
+            return j;
+        }
         ws = j;
     }
     return ws;
 }
 
 /* The last word that ends at or before i in t[0..n): 0 if there is none. */
+/* The last word that ends at or before i in t[0..n) and could pair with a word at i (no farther than
+ * GAP_SCAN bytes, no longer than RUN_MAX): 0 if there is none. */
 static int last_word(const char *t, size_t n, size_t i, size_t *ws, size_t *we) {
-    size_t l;
-    while (i > 0) {
+    size_t l, i0 = i;
+    while (i > 0 && i0 - i <= GAP_SCAN) {
         size_t j = prev_start(t, n, i);
         if (in_word(t, n, j, &l)) break;
         i = j;
     }
-    if (i == 0) return 0;
-    *we = i;
-    while (i > 0) {
+    if (i == 0 || i0 - i > GAP_SCAN) return 0;
+    size_t e = i;
+    while (i > 0 && e - i <= RUN_MAX) {
         size_t j = prev_start(t, n, i);
         if (!in_word(t, n, j, &l)) break;
         i = j;
     }
+    if (e - i > RUN_MAX || e == i) return 0;
     *ws = i;
+    *we = e;
     return 1;
 }
 
@@ -155,11 +171,12 @@ int dc_prev_word(const char *t, size_t n, size_t *ws, size_t *we) {
     }
     if (i == 0 || !gap_pairs(t, i, n)) return 0;
     size_t e = i;
-    while (i > 0) {
+    while (i > 0 && e - i <= RUN_MAX) {
         size_t j = prev_start(t, n, i);
         if (!in_word(t, n, j, &l)) break;
         i = j;
     }
+    if (e - i > RUN_MAX) return 0;
     *ws = i;
     *we = e;
     return 1;
@@ -170,17 +187,17 @@ static int next_word(const char *t, size_t n, size_t i, size_t to, size_t *ws, s
     size_t l, a = i < n ? cp_floor(t, n, i) : i;
     if (a < i) { /* i is inside a code point: it belongs to what comes before i */
         if (in_word(t, n, a, &l))
-            while (a < n && in_word(t, n, a, &l)) a += l;
+            while (a < n && a < to && in_word(t, n, a, &l)) a += l;
         else
             a += l;
         i = a;
     } else if (i > 0 && i < n && in_word(t, n, i, &l) && in_word(t, n, prev_start(t, n, i), &l)) {
-        while (i < n && in_word(t, n, i, &l)) i += l;
+        while (i < n && i < to && in_word(t, n, i, &l)) i += l;
     }
     while (i < to && !in_word(t, n, i, &l)) i += l;
     if (i >= to) return 0;
     size_t s = i;
-    while (i < n && in_word(t, n, i, &l)) i += l;
+    while (i < n && i - s <= RUN_MAX && in_word(t, n, i, &l)) i += l; /* a longer run: not a word */
     if (i >= n) return 0;
     *ws = s;
     *we = i;
@@ -415,7 +432,7 @@ void dc_free(dc_cache *c) {
     laya_free(c);
 }
 
-size_t dc_span(const dc_cache *c) { return c ? c->tcap : 0; }
+size_t dc_span(const dc_cache *c) { return c ? c->tcap + RUN_MAX + 8 : 0; } /* the word being typed, too */
 
 void dc_update(dc_cache *c, const char *t, size_t n, uint64_t base) {
     if (!c || (!t && n)) return;
@@ -433,7 +450,8 @@ void dc_update(dc_cache *c, const char *t, size_t n, uint64_t base) {
         uint64_t b0 = e < c->e ? e : c->e, f = b0 > c->t0 + BEFORE ? b0 - BEFORE : c->t0;
         size_t l, ws, we;
         f = c->t0 + cp_floor(c->text, c->tlen, (size_t)(f - c->t0));
-        while (f > c->t0 && in_word(c->text, c->tlen, (size_t)(f - c->t0), &l) &&
+        uint64_t f0 = f;
+        while (f > c->t0 && f0 - f <= RUN_MAX && in_word(c->text, c->tlen, (size_t)(f - c->t0), &l) &&
                in_word(c->text, c->tlen, prev_start(c->text, c->tlen, (size_t)(f - c->t0)), &l))
             f = c->t0 + prev_start(c->text, c->tlen, (size_t)(f - c->t0));
         if (f < c->r0) f = c->r0;

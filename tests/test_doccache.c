@@ -62,14 +62,17 @@ static void test_counts(void) {
 
 static void test_edits(size_t window, unsigned seed) {
     /* a text of varied words long enough to move a small window many times */
-    static const char *words[] = {"whale", "ship", "sea", "Ahab", "the", "a", "of", "harpoon", "don't", "Queequeg's",
-                                  "Nantucket", "é-accent", "naïve", "x", "1851", "spouter", "inn", "said", "I"};
-    static const char *seps[] = {" ", " ", "' ", ", ", ". ", "\n", " -- ", "\xe2\x80\x99", "! ", "'"};
+    static char longw[200], longgap[80];
+    memset(longw, 'w', sizeof longw - 1); /* a run longer than any word the cache counts */
+    memset(longgap, ' ', sizeof longgap - 1);
+    const char *words[] = {"whale", "ship", "sea", "Ahab", "the", "a", "of", "harpoon", "don't", "Queequeg's",
+                           "Nantucket", "é-accent", "naïve", "x", "1851", "spouter", "inn", "said", longw};
+    const char *seps[] = {" ", " ", "' ", ", ", ". ", "\n", " -- ", "\xe2\x80\x99", longgap, "'"};
     size_t cap = 1 << 16, n = 0;
     char *text = malloc(cap), *doc = malloc(cap);
     if (!text || !doc) return;
     srand(seed);
-    while (n < cap - 64) {
+    while (n < cap - 512) { /* room for the longest word and separator */
         const char *w = words[rand() % 19], *s = seps[rand() % 10];
         size_t a = strlen(w), b = strlen(s);
         memcpy(text + n, w, a);
@@ -126,6 +129,18 @@ static void test_edits(size_t window, unsigned seed) {
     junk[sizeof junk - 1] = ' ';
     dc_update(c, junk, sizeof junk, 0);
     CHECK(dc_total(c) == 0, "a word longer than DC_WORD_MAX is skipped");
+    { /* typing on at the end of 1 MiB without a space: the same as fresh, and cheap (no timing here) */
+        size_t big = 1 << 20;
+        char *g = malloc(big + 16);
+        if (g) {
+            memcpy(g, "Ahab and the sea ", 17);
+            memset(g + 17, 'q', big - 17);
+            for (size_t k = 0; k < 8; k++) dc_update(c, g, big - 8 + k, 0);
+            CHECK(dc_digest(c) == fresh_digest(window, g, big), "a megabyte-long word");
+            CHECK(dc_count(c, "Ahab", 4) == (window >= big ? 1u : 0u) || window < big, "words before it");
+            free(g);
+        }
+    }
     dc_update(c, NULL, 0, 0);
     CHECK(dc_total(c) == 0, "empty text");
     dc_free(c);
