@@ -481,10 +481,10 @@ void dc_update(dc_cache *c, const char *t, size_t n, uint64_t base) {
             c->t0 = t0;
             c->r0 = r0;
         }
-        /* A full table is compacted when enough of it is words that left the window; a window of more
-         * distinct words than it holds keeps the first ones. */
-        if (!c->overflow || ((c->u_used - c->u_live) * 8 < c->ucap && (c->p_used - c->p_live) * 8 < c->pcap)) return;
-        rebuild(c);
+        /* A full table (of words that left the window, mostly) is rebuilt from the kept text: so the
+         * contents are a fresh cache's even when a window has more distinct words than the table holds
+         * (it keeps the first ones; text of that kind costs a rebuild per keystroke, 1-3 ms at 64 KiB). */
+        if (c->overflow) rebuild(c);
         return;
     }
     /* anything else: keep the window's text and index it afresh */
