@@ -206,6 +206,7 @@ static void merge_sort(const ty_list *l, ty_word *a, ty_word *tmp, uint32_t n) {
     uint32_t h = n / 2;
     merge_sort(l, a, tmp, h);
     merge_sort(l, a + h, tmp, n - h);
+    if (cmp_w(l, &a[h - 1], &a[h]) <= 0) return; /* in order already: a model's list (stored sorted) costs O(n) */
     uint32_t i = 0, j = h, k = 0;
     while (i < h && j < n) tmp[k++] = cmp_w(l, &a[j], &a[i]) < 0 ? a[j++] : a[i++];
     while (i < h) tmp[k++] = a[i++];
