@@ -41,7 +41,7 @@ typedef struct dc_pair {
 
 struct dc_cache {
     size_t window, quantum;
-    uint32_t ucap, pcap, u_used, p_used, u_live, p_live, gen; /* used: entries taken, live: count > 0 */
+    uint32_t ucap, pcap, u_used, p_used, gen; /* used: entries taken (those whose count fell to 0 too) */
     dc_word *u;
     dc_pair *p;
     int32_t fb_head[256];
@@ -241,6 +241,14 @@ static uint64_t mix(uint64_t a, uint64_t b) {
     return h ? h : 1;
 }
 
+/* Whether a table of cap entries, used of them taken, takes one more (at most 3/4 full); if not, the
+ * update that asked rebuilds (c->overflow). */
+static int room(dc_cache *c, uint32_t used, uint32_t cap) {
+    if ((used + 1) * 4 <= cap * 3) return 1;
+    c->overflow = 1;
+    return 0;
+}
+
 /* Where w is (>= 0), or -1 - the free slot where it would go. */
 static int64_t u_slot(const dc_cache *c, uint64_t h, const char *w, size_t n) {
     uint32_t m = c->ucap - 1, i = (uint32_t)h & m;
@@ -261,10 +269,7 @@ static int32_t u_get(dc_cache *c, const char *w, size_t n) {
     uint64_t h = hash_bytes(w, n);
     int64_t i = u_slot(c, h, w, n);
     if (i >= 0) return (int32_t)i;
-    if ((c->u_used + 1) * 4 > c->ucap * 3) {
-        c->overflow = 1;
-        return -1;
-    }
+    if (!room(c, c->u_used, c->ucap)) return -1;
     dc_word *e = &c->u[-1 - i];
     memset(e, 0, sizeof *e);
     e->h = h;
@@ -297,10 +302,7 @@ static int32_t p_get(dc_cache *c, int32_t a, int32_t b) {
     uint64_t h = mix(c->u[a].h, c->u[b].h);
     int64_t i = p_slot(c, h, a, b);
     if (i >= 0) return (int32_t)i;
-    if ((c->p_used + 1) * 4 > c->pcap * 3) {
-        c->overflow = 1;
-        return -1;
-    }
+    if (!room(c, c->p_used, c->pcap)) return -1;
     dc_pair *e = &c->p[-1 - i];
     e->h = h;
     e->gen = c->gen;
@@ -317,10 +319,10 @@ static void word_add(dc_cache *c, int32_t k, int sign) {
     if (k < 0) return;
     dc_word *w = &c->u[k];
     if (sign > 0) {
-        c->u_live += w->count++ == 0;
+        w->count++;
         c->total++;
     } else if (w->count) {
-        c->u_live -= --w->count == 0;
+        w->count--;
         c->total--;
     }
 }
@@ -332,14 +334,10 @@ static void pair_add(dc_cache *c, int32_t a, int32_t b, int sign) {
     dc_pair *e = &c->p[k];
     dc_word *w = &c->u[a];
     if (sign > 0) {
-        int fresh = e->count++ == 0;
-        w->n_types += fresh;
-        c->p_live += fresh;
+        w->n_types += e->count++ == 0;
         w->n_after++;
     } else if (e->count) {
-        int gone = --e->count == 0;
-        w->n_types -= gone;
-        c->p_live -= gone;
+        w->n_types -= --e->count == 0;
         w->n_after--;
     }
 }
@@ -351,7 +349,7 @@ static void clear(dc_cache *c) {
         c->gen = 1;
     }
     for (int i = 0; i < 256; i++) c->fb_head[i] = -1;
-    c->u_used = c->p_used = c->u_live = c->p_live = 0;
+    c->u_used = c->p_used = 0;
     c->total = 0;
     c->overflow = 0;
     c->last = -1;
@@ -540,7 +538,6 @@ static size_t keep_top(dc_hit *out, size_t got, size_t k, const dc_word *w, doub
     }
     out[j].word = w->w;
     out[j].len = w->len;
-    out[j].count = w->count;
     out[j].p = p;
     return got;
 }

@@ -29,7 +29,6 @@ typedef struct dc_cache dc_cache;
 typedef struct dc_hit {
     const char *word; /* valid until the next dc_update */
     int32_t len;
-    uint32_t count;   /* occurrences in the window (with the context word: as the pair's second word) */
     double p;         /* dc_prob of it */
 } dc_hit;
 

@@ -209,6 +209,7 @@ struct laya_session {
     float cal_x[CAL_MAX], cal_y[CAL_MAX];
     int32_t cal_n;
     ud_dict *ud;
+    double ud_z;               /* the weight of all its words (not phrases); < 0: to be summed */
     dc_cache *dc;              /* the document cache (text mode, not sensitive, doc_cache_bytes > 0) */
     ty_list *typos;            /* known words for corrections: the model's whole-word tokens, user words */
     laya_token *ctok;          /* (ptok_cap) the prompt before the last word, for scoring corrections */
@@ -664,6 +665,7 @@ laya_status laya_session_create(const laya_model *m, laya_session_params p, laya
     if (p.user_dict && !p.sensitive) { /* a sensitive field neither reads nor writes the user's words */
         char e2[LAYA_ERR_MSG_MAX];
         ud_params up = ud_default_params();
+        s->ud_z = -1;
         if ((st = ud_open(p.user_dict, &up, &s->ud, e2, sizeof e2))) {
             laya_err(err, errlen, st, "user dictionary '%s': %s", p.user_dict, e2);
             goto fail;
@@ -1755,6 +1757,24 @@ static laya_status corrections(laya_session *s) {
  * word occurs in the text before the cursor (after the word before it, if that pair occurred), and l grows
  * with the words there. Words the document has that start with what was typed (or followed the word
  * before) and the model did not offer join the candidates. */
+/* A finished candidate's word: its text without the space a next word may begin with. */
+static const char *fin_word(const fin *f, int32_t *n) {
+    const char *w = f->text;
+    *n = f->len;
+    while (*n > 0 && *w == ' ') w++, (*n)--;
+    return w;
+}
+
+/* A cache model's word joins the candidates unless one of them already is it. */
+static void add_cache_word(laya_session *s, const char *word, int32_t len, double logp) {
+    for (int32_t j = 0; j < s->n_fins; j++) {
+        int32_t n;
+        const char *w = fin_word(&s->fins[j], &n);
+        if (n == len && !memcmp(w, word, (size_t)n)) return;
+    }
+    add_fin(s, word, len, logp);
+}
+
 static void doc_mix(laya_session *s) {
     int32_t partial = s->kind == LAYA_KIND_COMPLETE ? s->norm_len - s->word_start : 0;
     size_t ws, we;
@@ -1762,9 +1782,8 @@ static void doc_mix(laya_session *s) {
     else dc_set_context(s->dc, NULL, 0);
     double nw = (double)dc_total(s->dc), lam = (partial ? DC_LAMBDA_COMPLETE : DC_LAMBDA_NEXT) * nw / (nw + DC_N0);
     for (int32_t i = 0; i < s->n_fins; i++) {
-        const char *w = s->fins[i].text;
-        int32_t n = s->fins[i].len;
-        while (n > 0 && *w == ' ') w++, n--;
+        int32_t n;
+        const char *w = fin_word(&s->fins[i], &n);
         double pd = n > 0 ? dc_prob(s->dc, w, (size_t)n) : 0;
         s->fins[i].logp = log((1 - lam) * exp(s->fins[i].logp) + lam * pd);
     }
@@ -1773,16 +1792,7 @@ static void doc_mix(laya_session *s) {
     if (partial == 0 && last != ' ') return;
     dc_hit h[LAYA_MAX_CANDIDATES];
     size_t k = dc_top(s->dc, s->norm + s->word_start, (size_t)partial, h, (size_t)s->p.n_candidates);
-    for (size_t i = 0; i < k; i++) {
-        int dup = 0;
-        for (int32_t j = 0; j < s->n_fins && !dup; j++) {
-            const char *w = s->fins[j].text;
-            int32_t n = s->fins[j].len;
-            while (n > 0 && *w == ' ') w++, n--;
-            dup = n == h[i].len && !memcmp(w, h[i].word, (size_t)n);
-        }
-        if (!dup) add_fin(s, h[i].word, h[i].len, log(lam * h[i].p));
-    }
+    for (size_t i = 0; i < k; i++) add_cache_word(s, h[i].word, h[i].len, log(lam * h[i].p));
 }
 
 static laya_status decide(laya_session *s) {
@@ -1868,17 +1878,18 @@ static laya_status decide(laya_session *s) {
          * user keeps using come up even where the model never offers them. */
         int32_t partial = s->kind == LAYA_KIND_COMPLETE ? s->norm_len - s->word_start : 0;
         const char *pre = s->norm + s->word_start;
-        size_t first = 0, nr = ud_prefix(s->ud, pre, 0, &first);
-        double z = 0;
-        for (size_t i = 0; i < nr; i++) {
-            const ud_entry *e = ud_at(s->ud, first + i);
-            if (!(e->flags & UD_F_PHRASE)) z += ud_weight(e);
+        if (s->ud_z < 0) { /* the words' weight, summed again only after the dictionary changed */
+            s->ud_z = 0;
+            for (size_t i = 0; i < ud_count(s->ud); i++) {
+                const ud_entry *e = ud_at(s->ud, i);
+                if (!(e->flags & UD_F_PHRASE)) s->ud_z += ud_weight(e);
+            }
         }
+        double z = s->ud_z;
         if (z > 0) {
             for (int32_t i = 0; i < s->n_fins; i++) {
-                const char *w = s->fins[i].text;
-                int32_t n = s->fins[i].len;
-                while (n > 0 && *w == ' ') w++, n--;
+                int32_t n;
+                const char *w = fin_word(&s->fins[i], &n);
                 const ud_entry *e = n > 0 ? ud_lookup(s->ud, w, (size_t)n) : NULL;
                 double pu = e && !(e->flags & UD_F_PHRASE) ? ud_weight(e) / z : 0;
                 s->fins[i].logp = log((1 - UD_LAMBDA) * exp(s->fins[i].logp) + UD_LAMBDA * pu);
@@ -1887,17 +1898,9 @@ static laya_status decide(laya_session *s) {
             size_t ne = s->kind == LAYA_KIND_COMPLETE /* a next word's spacing is the model's to choose */
                             ? ud_prefix_top(s->ud, pre, (size_t)partial, e, (size_t)s->p.n_candidates)
                             : 0;
-            for (size_t i = 0; i < ne; i++) {
-                if (e[i]->len <= partial || (e[i]->flags & UD_F_PHRASE)) continue;
-                int dup = 0;
-                for (int32_t j = 0; j < s->n_fins && !dup; j++) {
-                    const char *w = s->fins[j].text;
-                    int32_t n = s->fins[j].len;
-                    while (n > 0 && *w == ' ') w++, n--;
-                    dup = n == e[i]->len && !memcmp(w, e[i]->word, (size_t)n);
-                }
-                if (!dup) add_fin(s, e[i]->word, e[i]->len, log(UD_LAMBDA * ud_weight(e[i]) / z));
-            }
+            for (size_t i = 0; i < ne; i++)
+                if (e[i]->len > partial && !(e[i]->flags & UD_F_PHRASE))
+                    add_cache_word(s, e[i]->word, e[i]->len, log(UD_LAMBDA * ud_weight(e[i]) / z));
         }
     }
     qsort(s->fins, (size_t)s->n_fins, sizeof(fin), cmp_fin);
@@ -1943,6 +1946,7 @@ laya_status laya_session_learn(laya_session *s, const char *text, size_t len) {
     if (!s || (!text && len)) return LAYA_ERR_INVALID_ARG;
     if (s->p.sensitive || !s->ud || len == 0) return LAYA_OK;
     laya_status st = ud_learn(s->ud, text, len);
+    s->ud_z = -1; /* on an error too: memory was reloaded from the file */
     if (st) return laya_err(s->err, sizeof s->err, st, "user dictionary: %s", ud_error(s->ud));
     return LAYA_OK;
 }
@@ -1955,6 +1959,7 @@ laya_status laya_session_accept(laya_session *s, int32_t i) {
     const laya_candidate *c = &cb->c[i];
     if (!s->p.sensitive && s->ud) { /* a sensitive field never learns */
         laya_status st = ud_learn(s->ud, c->text, (size_t)c->text_len);
+        s->ud_z = -1;
         if (st) return laya_err(s->err, sizeof s->err, st, "user dictionary: %s", ud_error(s->ud));
     }
     if (s->async_on) return LAYA_OK; /* the worker owns the cache */
