@@ -250,7 +250,7 @@ typedef enum laya_kind { LAYA_KIND_COMPLETE = 0, LAYA_KIND_NEXT = 1, LAYA_KIND_C
 typedef struct laya_session_params {
     int32_t mode;           /* laya_mode */
     int32_t n_candidates;   /* k, 1..LAYA_MAX_CANDIDATES (default 5) */
-    int32_t max_tokens;     /* most tokens decoded per candidate, healed ones included (default 4), 1..32 */
+    int32_t max_tokens;     /* most tokens decoded per candidate, healed ones included (default 5), 1..32 */
     int32_t max_kv_size;    /* positions per sequence slot (default 320) */
     int32_t max_text;       /* bytes of text before the cursor the model sees (default 1024); the suffix
                                after the cursor is cut to max_text / 4 */

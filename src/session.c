@@ -415,7 +415,7 @@ static scan_res scan_w(const laya_session *s, const char *w, int32_t n, int32_t 
 laya_session_params laya_session_default_params(void) {
     laya_session_params p = {.mode = LAYA_MODE_TEXT,
                              .n_candidates = 5,
-                             .max_tokens = 4,
+                             .max_tokens = 5,
                              .max_kv_size = 320,
                              .max_text = 1024,
                              .deadline_ms = 0,

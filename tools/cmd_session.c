@@ -25,7 +25,7 @@ int cmd_type(int argc, char **argv);
     "                    <directory of the laya executable>/../models/" DEFAULT_MODEL "\n"                   \
     "  --mode M          text (default), code or shell\n"                                                    \
     "  -k K              candidates (1..16)\n"                                                               \
-    "  --max-tokens N    tokens per candidate (default 4)\n"                                                 \
+    "  --max-tokens N    tokens per candidate (default 5)\n"                                                 \
     "  --beam B          hypotheses kept per step (default max(k, 8))\n"                                     \
     "  --max-kv N        positions per sequence slot (default 320)\n"                                        \
     "  --max-text N      bytes of text before the cursor the model sees (default 1024)\n"                    \

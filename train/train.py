@@ -394,7 +394,15 @@ def train_model(data_dir, tok_dir, out_dir):
         for g in opt.param_groups:
             g["lr"] = lr
         x, y = get_batch()
-        loss = loss_of(step_fn, x, y)
+        if step == 0 and step_fn is not model:
+            try:  # torch.compile fails at the first call, not at torch.compile(): eager is the fallback
+                loss = loss_of(step_fn, x, y)
+            except Exception as e:  # noqa: BLE001
+                log("torch.compile failed, training eagerly:", str(e).splitlines()[0][:200])
+                step_fn = model
+                loss = loss_of(step_fn, x, y)
+        else:
+            loss = loss_of(step_fn, x, y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), tc["grad_clip"])
