@@ -14,6 +14,7 @@
 
 #include "kernels/kernels.h"
 #include "tokjson.h"
+#include "typo.h"
 
 laya_model_params laya_model_default_params(void) {
     laya_model_params p = {0};
@@ -554,6 +555,11 @@ laya_status laya_model_load(const char *path, laya_model_params params, laya_mod
     if (err && errlen) err[0] = 0;
     laya_model *m = laya_calloc(1, sizeof *m);
     if (!m) return laya_err(err, errlen, LAYA_ERR_NOMEM, "out of memory");
+    if (pthread_mutex_init(&m->shared_mu, NULL) != 0) {
+        laya_free(m);
+        return laya_err(err, errlen, LAYA_ERR_NOMEM, "cannot create a mutex");
+    }
+    m->shared_mu_ok = 1;
     struct stat sb;
     int is_dir = stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
     laya_status st = is_dir ? open_hf_dir(m, path, params.vocab_only, err, errlen) : open_gguf(m, path, err, errlen);
@@ -598,6 +604,8 @@ void laya_model_free(laya_model *m) {
     gguf_close(m->gf);
     st_close(m->st);
     json_free(m->cfg);
+    ty_list_free(m->typo_base);
+    if (m->shared_mu_ok) pthread_mutex_destroy(&m->shared_mu);
     laya_free(m);
 }
 

@@ -3,6 +3,8 @@
 #ifndef LAYA_MODEL_H
 #define LAYA_MODEL_H
 
+#include <pthread.h>
+
 #include "common.h"
 #include "gguf.h"
 #include "kernels/kernels.h"
@@ -70,6 +72,11 @@ struct laya_model {
     void *owned[LM_MAX_OWNED]; /* vectors converted to F32, realigned MLX words, at load */
     int n_owned;
     char err[LAYA_ERR_MSG_MAX];
+    /* Built once for all the model's sessions, on the first text session (session.c): the known words of
+     * typo decisions (its word list and whole-word tokens; a session adds its user's words apart). */
+    pthread_mutex_t shared_mu;
+    int shared_mu_ok;
+    struct ty_list *typo_base;
 };
 
 #endif

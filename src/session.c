@@ -211,7 +211,9 @@ struct laya_session {
     ud_dict *ud;
     double ud_z;               /* the weight of all its words (not phrases); < 0: to be summed */
     dc_cache *dc;              /* the document cache (text mode, not sensitive, doc_cache_bytes > 0) */
-    ty_list *typos;            /* known words for corrections: the model's whole-word tokens, user words */
+    const ty_list *typos;      /* known words for corrections: the model's word list and whole-word tokens,
+                                  shared by its sessions (laya_model.typo_base) */
+    ty_list *typos_user;       /* the user dictionary's words, or NULL */
     laya_token *ctok;          /* (ptok_cap) the prompt before the last word, for scoring corrections */
     int32_t last_ws, last_we, last_anchor; /* the last completed word in norm (last_ws -1: none to check) */
     int32_t n_ctok, corr_replace, corr_replace_bytes;
@@ -448,34 +450,94 @@ static void *worker_main(void *arg);
 static laya_status set_text_window(laya_session *s, const char *before, size_t before_len, const char *after,
                                    size_t after_len);
 
-/* The words a typo may have meant: whole-word tokens of the model (a space and letters), the model file's
- * word list (laya.words with laya.word_counts, from its training text: laya annotate), and user words. */
-static laya_status build_typos(laya_session *s) {
-    laya_status st = ty_list_create(&s->typos);
+/* The words a typo may have meant: the model file's word list (laya.words with laya.word_counts, from its
+ * training text: laya annotate) and whole-word tokens of the model (a space and letters), built once per
+ * model and shared by its sessions (164k words take ~7 ms and a few MB: one copy per session made every
+ * text field pay for them); and the user's words, a session's own small list beside it. */
+static laya_status build_base_typos(const laya_model *m, ty_list **out) {
+    ty_list *l;
+    laya_status st = ty_list_create(&l);
     if (st) return st;
-    const gguf_file *gf = s->m->gf;
+    const gguf_file *gf = m->gf;
     const gguf_kv *kw, *kc;
     if (gf && !gguf_get_arr(gf, "laya.words", GGUF_STRING, &kw)) {
         int counts = !gguf_get_arr(gf, "laya.word_counts", GGUF_U32, &kc) && kc->arr_n == kw->arr_n;
         for (uint64_t i = 0; i < kw->arr_n; i++) {
             gguf_str w = gguf_arr_str(kw, i);
             /* a bad entry (too long, not UTF-8) is refused by ty_list_add and skipped */
-            if (w.n && w.n <= TY_WORD_MAX) ty_list_add(s->typos, w.p, (size_t)w.n, counts ? (uint32_t)gguf_arr_num(kc, i) : 1);
+            if (w.n && w.n <= TY_WORD_MAX) ty_list_add(l, w.p, (size_t)w.n, counts ? (uint32_t)gguf_arr_num(kc, i) : 1);
         }
     }
-    for (int32_t i = 0; i < s->n_vocab; i++) {
+    int32_t nv = laya_n_vocab(m);
+    for (int32_t i = 0; i < nv && !st; i++) {
         size_t pl;
-        const char *pc = laya_token_piece(s->m, i, &pl);
-        if (!pc || pl < 3 || pl > TY_WORD_MAX || pc[0] != ' ' || (s->tflag[i] & TF_NOGEN)) continue;
+        const char *pc = laya_token_piece(m, i, &pl);
+        int t = tok_token_type(m->tok, i);
+        if (!pc || pl < 3 || pl > TY_WORD_MAX || pc[0] != ' ' || t == 2 || t == 3 || t == 4 || t == 5) continue;
         int ok = 1;
         for (size_t j = 1; j < pl && ok; j++) ok = ((unsigned char)pc[j] | 32) >= 'a' && ((unsigned char)pc[j] | 32) <= 'z';
-        if (ok && (st = ty_list_add(s->typos, pc + 1, pl - 1, 1))) return st;
+        if (ok) st = ty_list_add(l, pc + 1, pl - 1, 1);
     }
-    for (size_t i = 0; s->ud && i < ud_count(s->ud); i++) {
+    if (!st) st = ty_list_finish(l);
+    if (st) ty_list_free(l);
+    else *out = l;
+    return st;
+}
+
+static laya_status build_typos(laya_session *s) {
+    laya_model *m = (laya_model *)s->m; /* the shared list is the model's one mutable member, under its lock */
+    laya_status st = LAYA_OK;
+    pthread_mutex_lock(&m->shared_mu);
+    if (!m->typo_base) st = build_base_typos(m, &m->typo_base);
+    pthread_mutex_unlock(&m->shared_mu);
+    if (st) return st;
+    s->typos = m->typo_base;
+    size_t nu = 0;
+    for (size_t i = 0; s->ud && i < ud_count(s->ud); i++) nu += !(ud_at(s->ud, i)->flags & UD_F_PHRASE);
+    if (nu == 0) return LAYA_OK;
+    if ((st = ty_list_create(&s->typos_user))) return st;
+    for (size_t i = 0; i < ud_count(s->ud); i++) {
         const ud_entry *e = ud_at(s->ud, i);
-        if (!(e->flags & UD_F_PHRASE)) ty_list_add(s->typos, e->word, e->len, e->count + 1); /* refusals skipped */
+        if (!(e->flags & UD_F_PHRASE)) ty_list_add(s->typos_user, e->word, e->len, e->count + 1); /* refusals skipped */
     }
-    return ty_list_finish(s->typos);
+    return ty_list_finish(s->typos_user);
+}
+
+/* A word in the known words, with its count: the sum of the shared list's and the user's. */
+static int typo_find(const laya_session *s, const char *w, size_t n, uint32_t *count) {
+    uint32_t c1 = 0, c2 = 0;
+    int k = ty_list_find(s->typos, w, n, &c1);
+    if (s->typos_user) k |= ty_list_find(s->typos_user, w, n, &c2);
+    *count = c1 + c2;
+    return k;
+}
+
+static int cmp_tycand(const void *a, const void *b) {
+    const ty_cand *x = a, *y = b;
+    if (x->cost != y->cost) return x->cost < y->cost ? -1 : 1;
+    return (x->count < y->count) - (x->count > y->count);
+}
+
+/* typo.h's candidates over both lists: a word in both once, with the sum of its counts. */
+static void typo_candidates(const laya_session *s, const char *w, size_t n, ty_cand *out, size_t cap, size_t *nf) {
+    ty_candidates(s->typos, w, n, NULL, out, cap, nf);
+    if (!s->typos_user) return;
+    enum { UMAX = 16 };
+    ty_cand u[UMAX];
+    size_t nu = 0, no = LAYA_MIN(*nf, cap);
+    ty_candidates(s->typos_user, w, n, NULL, u, LAYA_MIN(cap, (size_t)UMAX), &nu);
+    nu = LAYA_MIN(nu, LAYA_MIN(cap, (size_t)UMAX));
+    size_t added = 0;
+    for (size_t i = 0; i < nu; i++) {
+        size_t j = 0;
+        while (j < no && !(out[j].len == u[i].len && !memcmp(out[j].word, u[i].word, u[i].len))) j++;
+        if (j < no) out[j].count += u[i].count;
+        else if (no < cap) out[no++] = u[i], added++;
+        else if (cmp_tycand(&u[i], &out[no - 1]) < 0) out[no - 1] = u[i], added++; /* beats the last one */
+        else continue;
+        qsort(out, no, sizeof *out, cmp_tycand);
+    }
+    *nf += added;
 }
 
 static void load_calibration(laya_session *s) {
@@ -508,7 +570,7 @@ void laya_session_free(laya_session *s) {
     vt_free(&s->vt);
     ud_free(s->ud);
     dc_free(s->dc);
-    ty_list_free(s->typos);
+    ty_list_free(s->typos_user);
     laya_free(s->ctok);
     void *bufs[] = {s->tflag, s->norm,   s->map,      s->after, s->amap,     s->ctxt,     s->prompt, s->guess,
                     s->ptok,  s->live,   s->next,     s->pool,  s->fins,     s->allowed,  s->vals,
@@ -1582,12 +1644,12 @@ static void row_scores(laya_session *s, const float *l, laya_token tok, double *
  * non-word ones), and a very common one is not scored at all. */
 static int known_word(const laya_session *s, const char *w, size_t n, uint32_t *count) {
     uint32_t c1 = 0, c2 = 0;
-    int k = ty_list_find(s->typos, w, n, &c1);
+    int k = typo_find(s, w, n, &c1);
     if (n > 0 && n <= TY_WORD_MAX && w[0] >= 'A' && w[0] <= 'Z') {
         char b[TY_WORD_MAX];
         memcpy(b, w, n);
         b[0] = (char)(b[0] + 32);
-        k |= ty_list_find(s->typos, b, n, &c2);
+        k |= typo_find(s, b, n, &c2);
     }
     *count = LAYA_MAX(c1, c2);
     return k;
@@ -1642,7 +1704,7 @@ static laya_status corrections(laya_session *s) {
     int32_t maxw = LAYA_MIN(MAXW, s->n_slots + TYPO_SLOTS - 1);
     ty_cand tc[MAXW];
     size_t nf = 0;
-    ty_candidates(s->typos, typed, tl, NULL, tc, (size_t)maxw - 1, &nf);
+    typo_candidates(s, typed, tl, tc, (size_t)maxw - 1, &nf);
     nf = LAYA_MIN(nf, (size_t)maxw - 1);
     if (nf == 0) return LAYA_OK;
     laya_token wt[MAXW][TYPO_TOK];

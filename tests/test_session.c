@@ -485,6 +485,43 @@ static void test_no_alloc(const laya_model *m) {
     m = m1;
     laya_session_params p = laya_session_default_params();
     p.warmup = 0;
+    /* The model's shared word list, built by its first text session, is freed with the model: on a second
+     * model every failure point of a first create gives NOMEM, and whatever stays with the model is
+     * released by laya_model_free (all counted from before the load). */
+    {
+        long bal = 0, fail;
+        laya_model *m2 = NULL;
+        ta_install(0);
+        CHECK(laya_model_load(path, mp, &m2, NULL, 0) == LAYA_OK, "load a second model");
+        bal += ta_live;
+        laya_set_alloc_hooks(NULL);
+        for (fail = 1; m2 && fail < 400; fail++) {
+            ta_install(fail);
+            laya_session *t = NULL;
+            laya_status st = laya_session_create(m2, p, &t, NULL, 0);
+            bal += ta_live;
+            laya_set_alloc_hooks(NULL);
+            if (st == LAYA_OK) {
+                ta_install(0);
+                laya_session_free(t);
+                bal += ta_live;
+                laya_set_alloc_hooks(NULL);
+                break;
+            }
+            CHECK(st == LAYA_ERR_NOMEM && !t, "first create, fail at %ld: status %d", fail, st);
+        }
+        CHECK(fail < 400, "create never succeeded");
+        ta_install(0);
+        laya_model_free(m2);
+        bal += ta_live;
+        laya_set_alloc_hooks(NULL);
+        CHECK(bal == 0, "model and first session: %ld allocations not freed", bal);
+    }
+    {
+        laya_session *t = NULL; /* the shared list now exists: the loop below is the session's own */
+        CHECK(laya_session_create(m, p, &t, NULL, 0) == LAYA_OK, "create");
+        laya_session_free(t);
+    }
     for (long fail = 1; fail < 200; fail++) {
         ta_install(fail);
         laya_session *t = NULL;
@@ -503,6 +540,8 @@ static void test_no_alloc(const laya_model *m) {
     }
     laya_model_free(m1);
 }
+
+static int has_text(const laya_candidate *c, int n, const char *t, int kind);
 
 static void test_sensitive(const laya_model *m) {
     char path[64];
@@ -555,6 +594,25 @@ static void test_sensitive(const laya_model *m) {
         for (int i = 0; i < na; i++) found |= !strcmp(ca[i].text, "Queequeg") && ca[i].replace == 4;
         CHECK(found, "learned word not offered: %s", a);
     }
+    /* The model's known words are one list shared by its sessions; a session with the user's dictionary
+     * also knows the user's words: a slip of one is corrected to it there, not in a session without. */
+    laya_session *s2 = NULL;
+    p.warmup = 0;
+    if (s) CHECK(laya_session_learn(s, "copyleft", 8) == LAYA_OK, "learn");
+    CHECK(laya_session_create(m, p, &s2, NULL, 0) == LAYA_OK, "create after learning");
+    if (s2 && plain) {
+        static const char slip[] = "the GNU General Public License is a copylwft ";
+        char a[2048], b[2048];
+        const laya_candidate *ca, *cb;
+        int na = decide(s2, slip, NULL, a, sizeof a, &ca);
+        int nb = decide(plain, slip, NULL, b, sizeof b, &cb);
+        CHECK(na > 0 && ca[0].kind == LAYA_KIND_CORRECT && !strcmp(ca[0].text, "copyleft "),
+              "a slip of a user word not corrected to it: %s", a);
+        CHECK(!has_text(cb, nb, "copyleft ", LAYA_KIND_CORRECT), "a session without the dictionary knows it: %s", b);
+        na = decide(s2, "the GNU General Public License is a copyleft ", NULL, a, sizeof a, &ca);
+        CHECK(na > 0 && ca[0].kind != LAYA_KIND_CORRECT, "a user word corrected: %s", a);
+    }
+    laya_session_free(s2);
     laya_session_free(s);
     laya_session_free(plain);
     unlink(path);
