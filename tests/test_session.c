@@ -435,6 +435,33 @@ static void test_focused(const laya_model *m) {
 }
 
 /* The keystroke path: set_text and suggest over typing, backspace, paste, jumps, bad and huge input. */
+/* Creates a session on m failing the 1st, 2nd, ... allocation until one succeeds, then frees it. Every
+ * failure must be NOMEM; exact: nothing may stay allocated after any of them (else what stays is returned,
+ * the allocations minus the frees counted over all the attempts). */
+static long oom_creates(const laya_model *m, laya_session_params p, int exact) {
+    long bal = 0, fail;
+    for (fail = 1; fail < 400; fail++) {
+        ta_install(fail);
+        laya_session *t = NULL;
+        laya_status st = laya_session_create(m, p, &t, NULL, 0);
+        long live = ta_live;
+        laya_set_alloc_hooks(NULL);
+        if (st == LAYA_OK) {
+            ta_install(0);
+            laya_session_free(t);
+            live += ta_live;
+            laya_set_alloc_hooks(NULL);
+            if (exact) CHECK(live == 0, "leak after create succeeded at fail %ld: %ld", fail, live);
+            bal += live;
+            break;
+        }
+        CHECK(st == LAYA_ERR_NOMEM && !t && (!exact || live == 0), "fail at %ld: status %d, %ld live", fail, st, live);
+        bal += live;
+    }
+    CHECK(fail < 400, "create never succeeded");
+    return bal;
+}
+
 static void test_no_alloc(const laya_model *m) {
     laya_session *s = make(m, LAYA_MODE_TEXT, 5);
     laya_session *code = make(m, LAYA_MODE_CODE, 3);
@@ -489,28 +516,13 @@ static void test_no_alloc(const laya_model *m) {
      * model every failure point of a first create gives NOMEM, and whatever stays with the model is
      * released by laya_model_free (all counted from before the load). */
     {
-        long bal = 0, fail;
+        long bal = 0;
         laya_model *m2 = NULL;
         ta_install(0);
         CHECK(laya_model_load(path, mp, &m2, NULL, 0) == LAYA_OK, "load a second model");
         bal += ta_live;
         laya_set_alloc_hooks(NULL);
-        for (fail = 1; m2 && fail < 400; fail++) {
-            ta_install(fail);
-            laya_session *t = NULL;
-            laya_status st = laya_session_create(m2, p, &t, NULL, 0);
-            bal += ta_live;
-            laya_set_alloc_hooks(NULL);
-            if (st == LAYA_OK) {
-                ta_install(0);
-                laya_session_free(t);
-                bal += ta_live;
-                laya_set_alloc_hooks(NULL);
-                break;
-            }
-            CHECK(st == LAYA_ERR_NOMEM && !t, "first create, fail at %ld: status %d", fail, st);
-        }
-        CHECK(fail < 400, "create never succeeded");
+        if (m2) bal += oom_creates(m2, p, 0);
         ta_install(0);
         laya_model_free(m2);
         bal += ta_live;
@@ -522,22 +534,7 @@ static void test_no_alloc(const laya_model *m) {
         CHECK(laya_session_create(m, p, &t, NULL, 0) == LAYA_OK, "create");
         laya_session_free(t);
     }
-    for (long fail = 1; fail < 200; fail++) {
-        ta_install(fail);
-        laya_session *t = NULL;
-        laya_status st = laya_session_create(m, p, &t, NULL, 0);
-        long live = ta_live;
-        laya_set_alloc_hooks(NULL);
-        if (st == LAYA_OK) {
-            ta_install(0);
-            laya_session_free(t);
-            live += ta_live;
-            laya_set_alloc_hooks(NULL);
-            CHECK(live == 0, "leak after create succeeded at fail %ld: %ld", fail, live);
-            break;
-        }
-        CHECK(st == LAYA_ERR_NOMEM && !t && live == 0, "fail at %ld: status %d, %ld live", fail, st, live);
-    }
+    oom_creates(m, p, 1);
     laya_model_free(m1);
 }
 
