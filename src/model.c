@@ -15,6 +15,7 @@
 #include "kernels/kernels.h"
 #include "tokjson.h"
 #include "typo.h"
+#include "vtrie.h"
 
 laya_model_params laya_model_default_params(void) {
     laya_model_params p = {0};
@@ -605,6 +606,8 @@ void laya_model_free(laya_model *m) {
     st_close(m->st);
     json_free(m->cfg);
     ty_list_free(m->typo_base);
+    vt_free(m->vt);
+    laya_free(m->vt);
     if (m->shared_mu_ok) pthread_mutex_destroy(&m->shared_mu);
     laya_free(m);
 }

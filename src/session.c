@@ -111,7 +111,7 @@ struct laya_session {
     laya_session_params p;
     laya_context *ctx;
     tok_work *tw;
-    vt_table vt;
+    const vt_table *vt;        /* the model's token table (laya_model.vt), shared by its sessions */
     int32_t n_vocab, n_slots;
     uint8_t *tflag;            /* (n_vocab) TF_* */
     laya_token t_start, t_mode[3], t_zh, t_fim_pre, t_fim_suf, t_fim_mid; /* -1 when absent */
@@ -567,7 +567,6 @@ void laya_session_free(laya_session *s) {
     }
     laya_context_free(s->ctx);
     tok_work_free(s->tw);
-    vt_free(&s->vt);
     ud_free(s->ud);
     dc_free(s->dc);
     ty_list_free(s->typos_user);
@@ -692,9 +691,20 @@ laya_status laya_session_create(const laya_model *m, laya_session_params p, laya
         s->tflag[i] = f;
     }
     {
-        uint8_t *keep = (uint8_t *)s->vals; /* scratch: vals holds n_vocab floats */
-        for (int32_t i = 0; i < s->n_vocab; i++) keep[i] = !(s->tflag[i] & TF_NOGEN);
-        if (vt_build(&s->vt, m, keep)) goto nomem;
+        /* The token table is the model's (every session's tflag is the same function of the vocabulary). */
+        laya_model *mm = (laya_model *)m;
+        int ok = 1;
+        pthread_mutex_lock(&mm->shared_mu);
+        if (!mm->vt) {
+            uint8_t *keep = (uint8_t *)s->vals; /* scratch: vals holds n_vocab floats */
+            for (int32_t i = 0; i < s->n_vocab; i++) keep[i] = !(s->tflag[i] & TF_NOGEN);
+            vt_table *t = laya_calloc(1, sizeof *t);
+            if (t && vt_build(t, m, keep) == LAYA_OK) mm->vt = t;
+            else laya_free(t), ok = 0;
+        }
+        pthread_mutex_unlock(&mm->shared_mu);
+        if (!ok) goto nomem;
+        s->vt = mm->vt;
     }
     s->t_start = find_token(m, "<|endoftext|>");
     if (s->t_start < 0) s->t_start = tok_bos(tv) >= 0 ? tok_bos(tv) : tok_eos(tv);
@@ -1412,7 +1422,7 @@ static laya_status expand(laya_session *s, const hyp *h, int32_t *n_pool) {
         if (h->n_tok >= s->max_tokens) return LAYA_OK;
         const char *r = s->heal + h->gen_len;
         int32_t rl = s->heal_len - h->gen_len;
-        int32_t na = vt_consistent(&s->vt, r, (size_t)rl, s->allowed, nv);
+        int32_t na = vt_consistent(s->vt, r, (size_t)rl, s->allowed, nv);
         if (na == 0) return LAYA_OK;
         if (full) {
             for (int32_t i = 0; i < na; i++) s->vals[i] = full[s->allowed[i]];
@@ -1546,7 +1556,7 @@ static laya_status decode_hyps(laya_session *s, hyp *hs, int32_t n) {
             return laya_err(s->err, sizeof s->err, st, "truncate: %s", laya_context_error(s->ctx));
         int want = LAYA_WANT_LOGITS;
         if (s->use_subset && s->p.focused_output && c->n_tok > 0 && c->gen_len < s->heal_len &&
-            vt_count_consistent(&s->vt, s->heal + c->gen_len, (size_t)(s->heal_len - c->gen_len)) <= s->n_vocab / 8)
+            vt_count_consistent(s->vt, s->heal + c->gen_len, (size_t)(s->heal_len - c->gen_len)) <= s->n_vocab / 8)
             want = LAYA_WANT_HIDDEN;
         for (int32_t p = l; p < xn; p++) {
             laya_token t = p < nP ? s->ptok[p] : c->tok[p - nP];
