@@ -3,6 +3,7 @@
  * invalid UTF-8 and huge inputs, the asynchronous form, and that the keystroke path never allocates.
  * Nothing here depends on timing. Needs `make fixtures` (LAYA_FIXTURES may point elsewhere). */
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -898,6 +899,63 @@ static void test_prefetch(const laya_model *m) {
     laya_session_free(b);
 }
 
+/* Sessions created at once from several threads on a fresh model: the model's shared tables (word list,
+ * token table) are built once under its lock, and every session decides the same. */
+typedef struct par_arg {
+    const laya_model *m;
+    char out[1024];
+    laya_status st;
+} par_arg;
+
+static void *par_create(void *arg) {
+    par_arg *a = arg;
+    laya_session_params p = laya_session_default_params();
+    p.warmup = 0;
+    laya_session *s = NULL;
+    a->st = laya_session_create(a->m, p, &s, NULL, 0);
+    if (a->st == LAYA_OK) {
+        static const char *const texts[] = {"the GNU General Public Lic", "the GNU Genral "};
+        size_t o = 0;
+        for (int t = 0; t < 2; t++) {
+            const laya_candidate *c;
+            int32_t n = 0;
+            if (laya_session_set_text(s, texts[t], strlen(texts[t]), NULL, 0) || laya_session_suggest(s, &c, &n))
+                a->st = LAYA_ERR_INVALID_ARG;
+            for (int32_t i = 0; i < n && o < sizeof a->out; i++)
+                o += (size_t)snprintf(a->out + o, sizeof a->out - o, "%d:%s;", c[i].kind, c[i].text);
+        }
+    }
+    laya_session_free(s);
+    return NULL;
+}
+
+static void test_parallel_create(const char *file) {
+    const char *dir = getenv("LAYA_FIXTURES") ? getenv("LAYA_FIXTURES") : "build/fixtures";
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    laya_model *m = NULL;
+    CHECK(laya_model_load(path, laya_model_default_params(), &m, NULL, 0) == LAYA_OK, "load %s", path);
+    if (!m) return;
+    enum { NT = 4 };
+    par_arg a[NT];
+    pthread_t th[NT];
+    int started[NT];
+    for (int i = 0; i < NT; i++) {
+        a[i].m = m;
+        a[i].out[0] = 0;
+        a[i].st = LAYA_ERR_INVALID_ARG;
+        started[i] = pthread_create(&th[i], NULL, par_create, &a[i]) == 0;
+    }
+    for (int i = 0; i < NT; i++)
+        if (started[i]) pthread_join(th[i], NULL);
+    for (int i = 0; i < NT; i++) {
+        CHECK(started[i] && a[i].st == LAYA_OK, "thread %d: status %d", i, a[i].st);
+        CHECK(!strcmp(a[i].out, a[0].out) && a[0].out[0], "thread %d decided '%s', thread 0 '%s'", i, a[i].out,
+              a[0].out);
+    }
+    laya_model_free(m);
+}
+
 int main(void) {
     laya_model *llama = load("tiny-llama-f16.gguf"), *qwen3 = load("tiny-qwen3-f16.gguf");
     CHECK(llama && qwen3, "fixtures missing: run make fixtures");
@@ -919,6 +977,7 @@ int main(void) {
     test_prefetch_after_cut(llama);
     test_prefetch(llama);
     test_cli();
+    test_parallel_create("tiny-llama-f16.gguf");
     laya_model_free(llama);
     laya_model_free(qwen3);
     return DONE("test_session");
