@@ -40,7 +40,8 @@ LAYA_API const char *laya_status_str(laya_status s);
 typedef int32_t laya_token;
 
 /* ---------------------------------------------------------------------------------------------------
- * Models. A model is immutable after load and may be shared by any number of threads and contexts.
+ * Models. A model is immutable after load (but for the tables its sessions share, built under its own lock)
+ * and may be shared by any number of threads and contexts.
  * Weights are views into a read-only mmap of the file; nothing sized from file data is allocated before
  * it has been validated against the file size. */
 typedef struct laya_model laya_model;
@@ -196,6 +197,11 @@ LAYA_API const char *laya_cpu_backend(void);
 /* ---------------------------------------------------------------------------------------------------
  * Typing sessions: the per-keystroke decision. One session per text field, on a shared model; a session
  * belongs to one thread at a time (the asynchronous form runs its decisions on the session's own worker).
+ * Sessions may be created from any threads at once: the tables every session of a model needs (the
+ * known-word list of typo decisions, the sorted token table of constrained decoding) are built by the
+ * model's first session, under a lock of the model's, and shared by the later ones (which are then
+ * cheaper to create: 2.4 ms against 4.9 without warm-up for the default model); they are freed with the
+ * model, which must outlive its sessions.
  * All memory is allocated by laya_session_create: set_text, suggest, accept, submit and poll never call
  * the allocator (the user dictionary's file writes in accept are the one exception: they allocate).
  *
