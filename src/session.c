@@ -454,6 +454,12 @@ static laya_status set_text_window(laya_session *s, const char *before, size_t b
  * training text: laya annotate) and whole-word tokens of the model (a space and letters), built once per
  * model and shared by its sessions (164k words took 12 ms and 7.7 MB: one copy per session made every
  * text field pay for them); and the user's words, a session's own small list beside it. */
+/* Control text (special, user-defined, unknown and unused tokens): never generated, ends everything. */
+static int tok_control(const laya_model *m, laya_token i) {
+    int t = tok_token_type(m->tok, i);
+    return t == 2 || t == 3 || t == 4 || t == 5;
+}
+
 static laya_status build_base_typos(const laya_model *m, ty_list **out) {
     ty_list *l;
     laya_status st = ty_list_create(&l);
@@ -472,8 +478,7 @@ static laya_status build_base_typos(const laya_model *m, ty_list **out) {
     for (int32_t i = 0; i < nv && !st; i++) {
         size_t pl;
         const char *pc = laya_token_piece(m, i, &pl);
-        int t = tok_token_type(m->tok, i);
-        if (!pc || pl < 3 || pl > TY_WORD_MAX || pc[0] != ' ' || t == 2 || t == 3 || t == 4 || t == 5) continue;
+        if (!pc || pl < 3 || pl > TY_WORD_MAX || pc[0] != ' ' || tok_control(m, i)) continue;
         int ok = 1;
         for (size_t j = 1; j < pl && ok; j++) ok = ((unsigned char)pc[j] | 32) >= 'a' && ((unsigned char)pc[j] | 32) <= 'z';
         if (ok) st = ty_list_add(l, pc + 1, pl - 1, 1);
@@ -484,18 +489,35 @@ static laya_status build_base_typos(const laya_model *m, ty_list **out) {
     return st;
 }
 
-static laya_status build_typos(laya_session *s) {
-    laya_model *m = (laya_model *)s->m; /* the shared tables are the model's only mutable members, under its lock */
+/* The model's tables every session needs (the token table; in text mode the known words), built by its
+ * first session under the model's lock: they are the model's only mutable members. The token table keeps
+ * the tokens this session's tflag generates, the same for every session of the model. */
+static laya_status model_tables(laya_session *s) {
+    laya_model *m = (laya_model *)s->m;
     laya_status st = LAYA_OK;
     pthread_mutex_lock(&m->shared_mu);
-    if (!m->typo_base) st = build_base_typos(m, &m->typo_base);
+    if (!m->vt) {
+        uint8_t *keep = (uint8_t *)s->vals; /* scratch: vals holds n_vocab floats */
+        for (int32_t i = 0; i < s->n_vocab; i++) keep[i] = !(s->tflag[i] & TF_NOGEN);
+        vt_table *t = laya_calloc(1, sizeof *t);
+        st = t ? vt_build(t, m, keep) : LAYA_ERR_NOMEM;
+        if (st) laya_free(t);
+        else m->vt = t;
+    }
+    if (!st && s->p.mode == LAYA_MODE_TEXT && !m->typo_base) st = build_base_typos(m, &m->typo_base);
     pthread_mutex_unlock(&m->shared_mu);
-    if (st) return st;
-    s->typos = m->typo_base;
+    s->vt = m->vt;
+    if (s->p.mode == LAYA_MODE_TEXT) s->typos = m->typo_base;
+    return st;
+}
+
+/* The user dictionary's words, the session's own list beside the model's (none without words). */
+static laya_status build_user_typos(laya_session *s) {
     size_t nu = 0;
     for (size_t i = 0; s->ud && i < ud_count(s->ud); i++) nu += !(ud_at(s->ud, i)->flags & UD_F_PHRASE);
     if (nu == 0) return LAYA_OK;
-    if ((st = ty_list_create(&s->typos_user))) return st;
+    laya_status st = ty_list_create(&s->typos_user);
+    if (st) return st;
     for (size_t i = 0; i < ud_count(s->ud); i++) {
         const ud_entry *e = ud_at(s->ud, i);
         if (!(e->flags & UD_F_PHRASE)) ty_list_add(s->typos_user, e->word, e->len, e->count + 1); /* refusals skipped */
@@ -523,21 +545,19 @@ static void typo_candidates(const laya_session *s, const char *w, size_t n, ty_c
     ty_candidates(s->typos, w, n, NULL, out, cap, nf);
     if (!s->typos_user) return;
     enum { UMAX = 16 };
-    ty_cand u[UMAX];
-    size_t nu = 0, no = LAYA_MIN(*nf, cap);
-    ty_candidates(s->typos_user, w, n, NULL, u, LAYA_MIN(cap, (size_t)UMAX), &nu);
-    nu = LAYA_MIN(nu, LAYA_MIN(cap, (size_t)UMAX));
-    size_t added = 0;
-    for (size_t i = 0; i < nu; i++) {
+    ty_cand all[MAX_SLOTS + UMAX], u[UMAX];
+    size_t no = LAYA_MIN(LAYA_MIN(*nf, cap), (size_t)MAX_SLOTS), nu = 0, na = no;
+    ty_candidates(s->typos_user, w, n, NULL, u, UMAX, &nu);
+    memcpy(all, out, no * sizeof *out);
+    for (size_t i = 0; i < LAYA_MIN(nu, (size_t)UMAX); i++) {
         size_t j = 0;
-        while (j < no && !(out[j].len == u[i].len && !memcmp(out[j].word, u[i].word, u[i].len))) j++;
-        if (j < no) out[j].count += u[i].count;
-        else if (no < cap) out[no++] = u[i], added++;
-        else if (cmp_tycand(&u[i], &out[no - 1]) < 0) out[no - 1] = u[i], added++; /* beats the last one */
-        else continue;
-        qsort(out, no, sizeof *out, cmp_tycand);
+        while (j < no && !(all[j].len == u[i].len && !memcmp(all[j].word, u[i].word, u[i].len))) j++;
+        if (j < no) all[j].count += u[i].count;
+        else all[na++] = u[i];
     }
-    *nf += added;
+    qsort(all, na, sizeof *all, cmp_tycand);
+    *nf += na - no;
+    memcpy(out, all, LAYA_MIN(na, cap) * sizeof *out);
 }
 
 static void load_calibration(laya_session *s) {
@@ -672,11 +692,10 @@ laya_status laya_session_create(const laya_model *m, laya_session_params p, laya
     /* token classes */
     const tok_vocab *tv = m->tok;
     for (int32_t i = 0; i < s->n_vocab; i++) {
-        int t = tok_token_type(tv, i);
         size_t pl;
         const char *pc = laya_token_piece(m, i, &pl);
         uint8_t f = 0;
-        if (t == 2 || t == 3 || t == 4 || t == 5 || !pc || pl == 0) {
+        if (tok_control(m, i) || !pc || pl == 0) {
             f = TF_NOGEN | TF_END_WORD | TF_END_IDENT | TF_END_LINE; /* control text ends everything */
         } else {
             unsigned char b = (unsigned char)pc[0];
@@ -690,22 +709,7 @@ laya_status laya_session_create(const laya_model *m, laya_session_params p, laya
         }
         s->tflag[i] = f;
     }
-    {
-        /* The token table is the model's (every session's tflag is the same function of the vocabulary). */
-        laya_model *mm = (laya_model *)m;
-        int ok = 1;
-        pthread_mutex_lock(&mm->shared_mu);
-        if (!mm->vt) {
-            uint8_t *keep = (uint8_t *)s->vals; /* scratch: vals holds n_vocab floats */
-            for (int32_t i = 0; i < s->n_vocab; i++) keep[i] = !(s->tflag[i] & TF_NOGEN);
-            vt_table *t = laya_calloc(1, sizeof *t);
-            if (t && vt_build(t, m, keep) == LAYA_OK) mm->vt = t;
-            else laya_free(t), ok = 0;
-        }
-        pthread_mutex_unlock(&mm->shared_mu);
-        if (!ok) goto nomem;
-        s->vt = mm->vt;
-    }
+    if (model_tables(s)) goto nomem;
     s->t_start = find_token(m, "<|endoftext|>");
     if (s->t_start < 0) s->t_start = tok_bos(tv) >= 0 ? tok_bos(tv) : tok_eos(tv);
     s->t_mode[LAYA_MODE_TEXT] = find_token(m, "<|prose|>");
@@ -748,7 +752,7 @@ laya_status laya_session_create(const laya_model *m, laya_session_params p, laya
         laya_err(err, errlen, st, "out of memory for the document cache");
         goto fail;
     }
-    if (p.mode == LAYA_MODE_TEXT && (st = build_typos(s))) {
+    if (p.mode == LAYA_MODE_TEXT && (st = build_user_typos(s))) {
         laya_err(err, errlen, st, "out of memory building the word list");
         goto fail;
     }
