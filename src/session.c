@@ -615,8 +615,9 @@ laya_status laya_session_create(const laya_model *m, laya_session_params p, laya
         (p.doc_cache_bytes != 0 && (p.doc_cache_bytes < DC_WINDOW_MIN || p.doc_cache_bytes > (int32_t)DC_WINDOW_MAX)))
         return laya_err(err, errlen, LAYA_ERR_INVALID_ARG,
                         "session params out of range (mode %d, n_candidates %d, max_tokens %d, max_kv_size %d, "
-                        "max_text %d)",
-                        p.mode, p.n_candidates, p.max_tokens, p.max_kv_size, p.max_text);
+                        "max_text %d, doc_cache_bytes %d: 0 or %d..%d)",
+                        p.mode, p.n_candidates, p.max_tokens, p.max_kv_size, p.max_text, p.doc_cache_bytes,
+                        (int)DC_WINDOW_MIN, (int)DC_WINDOW_MAX);
     if (p.max_kv_size <= p.max_tokens + 8)
         return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "max_kv_size %d leaves no room for a prompt", p.max_kv_size);
     laya_session *s = laya_calloc(1, sizeof *s);

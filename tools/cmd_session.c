@@ -120,10 +120,7 @@ static int parse_opts(const char *cmd, const char *help, int argc, char **argv, 
         else if (arg_int(&p, NULL, "--beam", 1, 16, &o->beam)) {}
         else if (arg_int(&p, NULL, "--max-kv", 16, 1 << 16, &o->max_kv)) {}
         else if (arg_int(&p, NULL, "--max-text", 16, 1 << 20, &o->max_text)) {}
-        else if (arg_int(&p, NULL, "--doc-cache", 0, 1 << 22, &o->doc_cache)) {
-            if (o->doc_cache && o->doc_cache < 256) return cli_usage_error(cmd, "--doc-cache must be 0 or 256..4194304");
-            o->doc_cache_set = 1;
-        }
+        else if (arg_int(&p, NULL, "--doc-cache", 0, 1 << 22, &o->doc_cache)) o->doc_cache_set = 1; /* range: the library's */
         else if (arg_int(&p, NULL, "--threads", 0, 64, &o->threads)) {}
         else if (arg_int(&p, NULL, "--max-chars", 1, LONG_MAX / 2, &o->max_chars)) {}
         else if (arg_int(&p, NULL, "--from", 0, LONG_MAX / 2, &o->from)) {}
