@@ -49,6 +49,13 @@ typedef struct laya_model laya_model;
 typedef struct laya_model_params {
     int32_t n_threads; /* worker threads for forward passes; 0 = number of online CPUs, at most 64 */
     int32_t vocab_only; /* 1: load only metadata and the tokenizer, no tensors */
+    /* 0 (default): where the CPU's kernels have an order of their own for Q8_0/Q4_0 weights (AVX-512),
+     * those matrices are copied into it at load and the file's pages are released: the copy takes the
+     * matrices' size in private memory, and load time (about 6 ms for the bundled model, 60 ms for a
+     * 0.5B Q8_0 file, two threads), and decoding gets faster, most at batches of 2 to 8. The logits are
+     * the same bits either way. -1: every weight stays a view of the file, shared with any other process
+     * that maps it. */
+    int32_t pack_weights;
 } laya_model_params;
 
 LAYA_API laya_model_params laya_model_default_params(void);

@@ -229,6 +229,9 @@ const float *laya_get_logits(const laya_context *c, int32_t i) {
     return c->logits + (size_t)c->logit_row[i] * c->m->hp.n_vocab;
 }
 
+/* The weight type the matmuls see: the packed copy's when the loader made one. */
+static inline uint32_t mm_type(const lm_mat *w) { return w->pdata ? w->ptype : w->type; }
+
 typedef struct subset_job {
     const laya_context *c;
     const laya_token *ids;
@@ -246,7 +249,8 @@ static void subset_worker(void *arg, int chunk, int n_chunks, int tid) {
     const kn_ops *kn = j->c->m->kn;
     int32_t k0 = (int32_t)((int64_t)j->n * chunk / n_chunks);
     int32_t k1 = (int32_t)((int64_t)j->n * (chunk + 1) / n_chunks);
-    size_t rb = w->mlx_bits ? 0 : kn_act_row_bytes(w->type, w->cols);
+    size_t rb = w->mlx_bits ? 0 : kn_act_row_bytes(mm_type(w), w->cols);
+    size_t pb = w->pdata ? kn_pack_panel_bytes(w->ptype, w->cols) : 0;
     for (int32_t k = k0; k < k1; k++) {
         size_t r = (size_t)j->ids[k];
         /* The matrix is passed from row r on, as a one-row matrix, so the result lands in out[k]. */
@@ -255,6 +259,12 @@ static void subset_worker(void *arg, int chunk, int n_chunks, int tid) {
             kn->matmul_mlx(w->mlx_bits, w->mlx_group, (const uint32_t *)((const char *)w->data + r * w->row_bytes),
                            (const char *)w->scales + sb, (const char *)w->biases + sb, w->sb_type, j->act,
                            (size_t)w->cols, 1, w->cols, 0, 1, j->out + k, 1);
+        } else if (w->pdata) {
+            /* the row's panel as a 16-row matrix, only its lane computed out: the bits of the full layer */
+            float lanes[16];
+            kn->matmul(w->ptype, (const char *)w->pdata + (r / 16) * pb, 0, j->act, rb, 1, w->cols, (int64_t)(r % 16),
+                       (int64_t)(r % 16) + 1, lanes, 16);
+            j->out[k] = lanes[r % 16];
         } else {
             kn->matmul(w->type, (const char *)w->data + r * w->row_bytes, w->row_bytes, j->act, rb, 1, w->cols, 0, 1,
                        j->out + k, 1);
@@ -278,7 +288,7 @@ laya_status laya_get_logits_subset(laya_context *c, int32_t i, const laya_token 
     const float *hrow = c->hid + (size_t)c->hid_row[i] * c->m->hp.n_embd;
     const void *act = hrow;
     if (!w->mlx_bits) { /* act is free between decodes */
-        c->m->kn->quantize_act(w->type, hrow, c->act, w->cols);
+        c->m->kn->quantize_act(mm_type(w), hrow, c->act, w->cols);
         act = c->act;
     }
     subset_job j = {.c = c, .ids = ids, .n = n, .act = act, .out = out};
@@ -305,8 +315,6 @@ typedef struct mm_job {
     int swiglu;        /* y[0] = silu(y[0]) * y[1] on each chunk's rows once both are computed */
 } mm_job;
 
-static inline float silu_mul(float g, float u) { return g / (1.0f + expf(-g)) * u; }
-
 static void mm_worker(void *arg, int chunk, int n_chunks, int tid) {
     (void)tid;
     mm_job *j = arg;
@@ -320,6 +328,8 @@ static void mm_worker(void *arg, int chunk, int n_chunks, int tid) {
         if (w->mlx_bits)
             j->kn->matmul_mlx(w->mlx_bits, w->mlx_group, w->data, w->scales, w->biases, w->sb_type, j->x,
                               (size_t)w->cols, j->B, w->cols, r0, r1, j->y[i], j->ldy[i]);
+        else if (w->pdata)
+            j->kn->matmul(w->ptype, w->pdata, 0, j->act, j->act_rb, j->B, w->cols, r0, r1, j->y[i], j->ldy[i]);
         else
             j->kn->matmul(w->type, w->data, w->row_bytes, j->act, j->act_rb, j->B, w->cols, r0, r1, j->y[i],
                           j->ldy[i]);
@@ -328,7 +338,7 @@ static void mm_worker(void *arg, int chunk, int n_chunks, int tid) {
             for (int b = 0; b < j->B; b++) {
                 float *g = j->y[0] + (size_t)b * j->ldy[0];
                 const float *u = j->y[1] + (size_t)b * j->ldy[1];
-                for (int64_t r = r0; r < r1; r++) g[r] = silu_mul(g[r], u[r]);
+                j->kn->silu_mul(g + r0, u + r0, r1 - r0);
             }
     }
 }
@@ -340,23 +350,23 @@ static void matmul_multi(laya_context *c, int n, const lm_mat *const *w, float *
     const kn_ops *kn = c->m->kn;
     int64_t K = w[0]->cols;
     /* MLX weights take F32 activations; the GGUF types take them converted once for all matrices. */
-    size_t rb = w[0]->mlx_bits ? 0 : kn_act_row_bytes(w[0]->type, K);
+    size_t rb = w[0]->mlx_bits ? 0 : kn_act_row_bytes(mm_type(w[0]), K);
     if (rb)
-        for (int b = 0; b < B; b++) kn->quantize_act(w[0]->type, x + (size_t)b * K, (char *)c->act + b * rb, K);
+        for (int b = 0; b < B; b++) kn->quantize_act(mm_type(w[0]), x + (size_t)b * K, (char *)c->act + b * rb, K);
     mm_job j = {.kn = kn, .n = 0, .act = c->act, .act_rb = rb, .x = x, .B = B};
     /* A few chunks per thread, so a thread that runs late finds work taken rather than waited for. */
     int n_chunks = lp_n_threads(c->pool) * 4;
     for (int i = 0; i < n; i++) {
         /* A matrix of another activation format (mixed-type files such as Q4_K_M) gets its own pass;
          * the formats all have different row sizes, so the size identifies the format. */
-        if ((w[i]->mlx_bits ? 0 : kn_act_row_bytes(w[i]->type, K)) != rb) {
+        if ((w[i]->mlx_bits ? 0 : kn_act_row_bytes(mm_type(w[i]), K)) != rb) {
             lp_run(c->pool, mm_worker, &j, n_chunks);
             matmul_multi(c, n - i, w + i, y + i, ldy + i, x, B, 0);
             if (swiglu) /* gate and up in different formats: the activation in a pass of its own */
                 for (int b = 0; b < B; b++) {
                     float *g = y[0] + (size_t)b * ldy[0];
                     const float *u = y[1] + (size_t)b * ldy[1];
-                    for (int64_t r = 0; r < w[0]->rows; r++) g[r] = silu_mul(g[r], u[r]);
+                    kn->silu_mul(g, u, w[0]->rows);
                 }
             return;
         }
@@ -540,7 +550,10 @@ laya_status laya_decode(laya_context *c, laya_batch bt) {
     for (int i = 0; i < n; i++) {
         size_t t = (size_t)bt.tokens[i];
         const char *row = (const char *)E->data + t * E->row_bytes;
-        if (E->mlx_bits) {
+        if (m->output.pdata && m->output.data == E->data) {
+            /* tied and packed: the file's rows were released at load, the packed copy has them */
+            kn_p16_row(m->output.ptype, m->output.pdata, d, (int64_t)t, c->x + (size_t)i * d);
+        } else if (E->mlx_bits) {
             size_t sb = (size_t)(E->cols / E->mlx_group) * (E->sb_type == QT_F32 ? 4 : 2) * t;
             mlx_dequantize_row(E->mlx_bits, E->mlx_group, (const uint32_t *)row, (const char *)E->scales + sb,
                                (const char *)E->biases + sb, E->sb_type, c->x + (size_t)i * d, d);

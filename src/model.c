@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -548,6 +551,144 @@ static laya_status open_hf_dir(laya_model *m, const char *dir, int vocab_only, c
     return LAYA_OK;
 }
 
+/* ---- packed weights (kernels.h, P16) */
+
+typedef struct pack_piece {
+    const lm_mat *w;
+    uint32_t pt;
+    int64_t p0, p1;
+    void *dst;
+} pack_piece;
+
+typedef struct pack_job {
+    const pack_piece *pieces;
+    int n;
+    atomic_int next;
+} pack_job;
+
+/* The file's pages inside [p, p + n): dropped from this process (a later read maps them in again). */
+static void release_pages(const void *p, size_t n) {
+    long ps = sysconf(_SC_PAGESIZE);
+    if (ps <= 0) return;
+    uintptr_t a = ((uintptr_t)p + (uintptr_t)ps - 1) / (uintptr_t)ps * (uintptr_t)ps;
+    uintptr_t e = ((uintptr_t)p + n) / (uintptr_t)ps * (uintptr_t)ps;
+    if (e > a) madvise((void *)a, e - a, MADV_DONTNEED);
+}
+
+static void *pack_thread(void *arg) {
+    pack_job *j = arg;
+    for (int i; (i = atomic_fetch_add(&j->next, 1)) < j->n;) {
+        const pack_piece *pc = &j->pieces[i];
+        const lm_mat *w = pc->w;
+        kn_pack(pc->pt, w->data, w->row_bytes, w->rows, w->cols, pc->p0, pc->p1, pc->dst);
+        /* the piece's source rows leave this process at once, so the peak is the copy, not twice it */
+        int64_t r0 = pc->p0 * 16, r1 = LAYA_MIN(w->rows, pc->p1 * 16);
+        release_pages((const char *)w->data + (size_t)r0 * w->row_bytes, (size_t)(r1 - r0) * w->row_bytes);
+    }
+    return NULL;
+}
+
+/* *v (n floats, if not NULL) into memory the model owns, if it is not there already; kept as it is when
+ * that memory is not there. */
+static void own_copy(laya_model *m, const float **v, int64_t n) {
+    if (!*v) return;
+    for (int i = 0; i < m->n_owned; i++)
+        if (m->owned[i] == (const void *)*v) return;
+    float *c = own_floats(m, n);
+    if (!c) return;
+    memcpy(c, *v, (size_t)n * sizeof(float));
+    *v = c;
+}
+
+/* Copies every Q8_0/Q4_0 matrix of the layers and the output layer into the kernels' P16 order, in one
+ * anonymous map with transparent huge pages asked for (a 0.5B step streams 300-550 MB), on the model's
+ * threads; then releases the file's pages of those matrices. The token embedding keeps its rows in the
+ * file (when the output layer is tied to it, only the output layer's copy is packed, and the lookups
+ * map the rows they read back in). Best effort: without the memory the model computes from the file,
+ * with the same results. */
+static void pack_weights(laya_model *m) {
+    const int nl = m->hp.n_layer, nm = 7 * nl + 1;
+    lm_mat **mats = laya_malloc((size_t)nm * sizeof *mats);
+    if (!mats) return;
+    for (int il = 0; il < nl; il++) {
+        lm_layer *L = &m->layers[il];
+        lm_mat *l7[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        memcpy(mats + 7 * il, l7, sizeof l7);
+    }
+    mats[nm - 1] = &m->output;
+    size_t total = 0;
+    int npieces = 0;
+    for (int i = 0; i < nm; i++) {
+        const lm_mat *w = mats[i];
+        uint32_t pt = w->mlx_bits ? 0 : kn_p16_type(w->type);
+        size_t b = pt ? kn_pack_bytes(pt, w->rows, w->cols) : 0;
+        if (!b || total > SIZE_MAX - b) continue;
+        total += b;
+        int64_t pp = LAYA_MAX(1, (int64_t)((1u << 20) / kn_pack_panel_bytes(pt, w->cols))); /* ~1 MB a piece */
+        npieces += (int)(((w->rows + 15) / 16 + pp - 1) / pp);
+    }
+    pack_piece *pieces = total ? laya_malloc((size_t)npieces * sizeof *pieces) : NULL;
+    void *map = pieces ? mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : MAP_FAILED;
+    if (map == MAP_FAILED) {
+        laya_free(pieces);
+        laya_free(mats);
+        return;
+    }
+#ifdef MADV_HUGEPAGE
+    madvise(map, total, MADV_HUGEPAGE);
+#endif
+    size_t off = 0;
+    int np = 0;
+    for (int i = 0; i < nm; i++) {
+        const lm_mat *w = mats[i];
+        uint32_t pt = w->mlx_bits ? 0 : kn_p16_type(w->type);
+        size_t b = pt ? kn_pack_bytes(pt, w->rows, w->cols) : 0;
+        if (!b) continue;
+        int64_t pp = LAYA_MAX(1, (int64_t)((1u << 20) / kn_pack_panel_bytes(pt, w->cols))), panels = (w->rows + 15) / 16;
+        for (int64_t p0 = 0; p0 < panels; p0 += pp)
+            pieces[np++] = (pack_piece){w, pt, p0, LAYA_MIN(panels, p0 + pp), (char *)map + off};
+        off += b;
+    }
+    pack_job job = {.pieces = pieces, .n = np};
+    atomic_init(&job.next, 0);
+    pthread_t th[7];
+    int nt = 0;
+    for (int t = 1; t < LAYA_MIN(m->n_threads, 8) && t * 8 < np; t++)
+        if (pthread_create(&th[nt], NULL, pack_thread, &job) == 0) nt++;
+    pack_thread(&job);
+    for (int t = 0; t < nt; t++) pthread_join(th[t], NULL);
+    /* The vectors (norms, biases) between the matrices are views of the file too; reading one maps the
+     * whole page-cache folio around it, megabytes of matrix pages on large-folio file systems, so they
+     * become copies before the matrices' pages go. */
+    const int64_t d = m->hp.n_embd, qd = (int64_t)m->hp.n_head * m->hp.head_dim;
+    const int64_t kvd = (int64_t)m->hp.n_head_kv * m->hp.head_dim, hd = m->hp.head_dim;
+    own_copy(m, &m->output_norm, d);
+    own_copy(m, &m->rope_freqs, hd / 2);
+    for (int il = 0; il < nl; il++) {
+        lm_layer *L = &m->layers[il];
+        own_copy(m, &L->attn_norm, d), own_copy(m, &L->ffn_norm, d);
+        own_copy(m, &L->bq, qd), own_copy(m, &L->bk, kvd), own_copy(m, &L->bv, kvd);
+        own_copy(m, &L->q_norm, hd), own_copy(m, &L->k_norm, hd);
+    }
+    off = 0;
+    for (int i = 0; i < nm; i++) {
+        lm_mat *w = mats[i];
+        uint32_t pt = w->mlx_bits ? 0 : kn_p16_type(w->type);
+        size_t b = pt ? kn_pack_bytes(pt, w->rows, w->cols) : 0;
+        if (!b) continue;
+        w->pdata = (char *)map + off;
+        w->ptype = pt;
+        off += b;
+        /* again as a whole: a piece's read may have mapped in a large page-cache folio reaching into
+         * pieces released before it */
+        release_pages(w->data, (size_t)w->rows * w->row_bytes);
+    }
+    m->packed = map;
+    m->packed_bytes = total;
+    laya_free(pieces);
+    laya_free(mats);
+}
+
 laya_status laya_model_load(const char *path, laya_model_params params, laya_model **out, char *err,
                             size_t errlen) {
     if (!out) return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "out is NULL");
@@ -588,6 +729,7 @@ laya_status laya_model_load(const char *path, laya_model_params params, laya_mod
     }
     m->n_threads = LAYA_MIN(nt, 64);
     m->kn = kn_best();
+    if (!m->vocab_only && params.pack_weights >= 0 && m->kn->packs) pack_weights(m);
     *out = m;
     return LAYA_OK;
 fail:
@@ -597,6 +739,7 @@ fail:
 
 void laya_model_free(laya_model *m) {
     if (!m) return;
+    if (m->packed) munmap(m->packed, m->packed_bytes);
     for (int i = 0; i < m->n_owned; i++) laya_free(m->owned[i]);
     laya_free(m->layers);
     laya_free(m->tinfo);

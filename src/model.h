@@ -22,6 +22,8 @@ typedef struct lm_mat {
     int mlx_bits, mlx_group;       /* MLX affine quantization (kernels.h) when mlx_bits != 0: data is uint32 */
     const void *scales, *biases;   /* (rows, cols / mlx_group) of sb_type */
     uint32_t sb_type;
+    const void *pdata;             /* the matrix packed at load (kernels.h, P16), or NULL: what the */
+    uint32_t ptype;                /* matmuls use; single rows (logit subsets) still come from data */
 } lm_mat;
 
 typedef struct lm_layer {
@@ -71,6 +73,8 @@ struct laya_model {
     char *names_blob;         /* NUL-terminated copies of GGUF tensor names, for tinfo */
     void *owned[LM_MAX_OWNED]; /* vectors converted to F32, realigned MLX words, at load */
     int n_owned;
+    void *packed;             /* one anonymous map for every packed matrix (lm_mat.pdata), or NULL */
+    size_t packed_bytes;
     char err[LAYA_ERR_MSG_MAX];
     /* Built once for all the model's sessions, by the first that needs them (session.c), under shared_mu:
      * the known words of typo decisions (its word list and whole-word tokens; a session adds its user's

@@ -518,6 +518,67 @@ static void test_invariance(void) {
     check_invariance_attn();
 }
 
+/* ---- packed weights (P16, kernels.h) */
+
+/* A P16 matrix must give every output the bits its source matrix gives, in the tables that ask for P16
+ * (kn_ops.packs) and in the reference, for any B, any row range (an unaligned cut included) and N not a
+ * multiple of 16; and each table's q8 split activations must be the reference's bytes. */
+static void check_p16(uint32_t type, int64_t K, int64_t N, int B) {
+    const uint32_t pt = kn_p16_type(type);
+    size_t wrb = qt_row_bytes(type, K), arb = kn_act_row_bytes(type, K), prb = kn_act_row_bytes(pt, K);
+    size_t pbytes = kn_pack_bytes(pt, N, K);
+    CHECK(pbytes == (size_t)((N + 15) / 16) * kn_pack_panel_bytes(pt, K) && pbytes % 64 == 0, "P16 size");
+    uint8_t *W = malloc(wrb * (size_t)N), *P = aligned_alloc(64, pbytes);
+    uint8_t *act = malloc(arb * (size_t)B), *pact = malloc(prb * (size_t)B), *pk = malloc(prb);
+    float *x = malloc((size_t)K * sizeof(float));
+    float *ys = malloc((size_t)B * (size_t)N * sizeof(float)), *yp = malloc((size_t)B * (size_t)N * sizeof(float));
+    fill_weights(type, W, N, K);
+    /* packed in two pieces, as the loader's threads may do it */
+    int64_t np = (N + 15) / 16;
+    kn_pack(pt, W, wrb, N, K, 0, np / 2, P);
+    kn_pack(pt, W, wrb, N, K, np / 2, np, P);
+    for (int b = 0; b < B; b++) {
+        fill_act(x, K, b % 5 == 3 ? 3 : (int)(rnd() % 3));
+        kn_ref_ops.quantize_act(type, x, act + (size_t)b * arb, K);
+        kn_ref_ops.quantize_act(pt, x, pact + (size_t)b * prb, K);
+        for (int t = 1; t < g_ntables; t++) {
+            g_tables[t]->quantize_act(pt, x, pk, K);
+            CHECK(!memcmp(pk, pact + (size_t)b * prb, prb), "%s quantize_act P16 K=%lld differs from the reference",
+                  g_tables[t]->name, (long long)K);
+        }
+    }
+    for (int t = 0; t < g_ntables; t++) {
+        const kn_ops *k = g_tables[t];
+        if (t > 0 && !k->packs) continue; /* P16 falls back to the reference there */
+        for (size_t i = 0; i < (size_t)B * (size_t)N; i++) ys[i] = SENTINEL;
+        k->matmul(type, W, wrb, act, arb, B, K, 0, N, ys, (size_t)N);
+        for (int split = 0; split < 3; split++) {
+            for (size_t i = 0; i < (size_t)B * (size_t)N; i++) yp[i] = SENTINEL;
+            ranges_call(k, pt, P, 0, pact, prb, B, K, N, split, yp);
+            int bad = invariance_bad(yp, ys, B, N);
+            CHECK(bad == 0, "%s P16 %s K=%lld N=%lld B=%d (split %d): %d of %d outputs differ from the source matrix's",
+                  k->name, qt_get(type)->name, (long long)K, (long long)N, B, split, bad, B * (int)N);
+        }
+    }
+    free(W), free(P), free(act), free(pact), free(pk), free(x), free(ys), free(yp);
+}
+
+static void test_p16(void) {
+    CHECK(kn_p16_type(QT_Q4_0) == KN_P16_Q4_0 && kn_p16_source(KN_P16_Q8_0) == QT_Q8_0 && !kn_p16_type(QT_Q4_K) &&
+              !kn_pack_panel_bytes(KN_P16_Q4_0, 48),
+          "P16 type mapping");
+    /* K: one block, 4-block groups cut short, several 32-block chains, the 0.5B shapes (896, 4864), over
+     * the decode kernel's 192-block chunk; B: each tile size, two tiles, the panel kernel's range */
+    static const int64_t ks[] = {32, 96, 512, 896, 2080, 4864, 6176};
+    static const int Bs[] = {1, 2, 3, 4, 5, 8, 9, 13, 16, 17, 40};
+    for (int q = 0; q < 2; q++)
+        for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
+            for (size_t bi = 0; bi < sizeof Bs / sizeof *Bs; bi++) {
+                if (ks[ki] > 2080 && Bs[bi] > 9) continue; /* keeps the run short */
+                check_p16(q ? QT_Q8_0 : QT_Q4_0, ks[ki], bi % 2 ? 37 : 48, Bs[bi]);
+            }
+}
+
 static void test_f32_ops(void) {
     static const int64_t ns[] = {0, 1, 3, 7, 8, 15, 16, 17, 31, 63, 64, 65, 100, 1000, 4867};
     float *a = malloc(5000 * sizeof(float)), *b = malloc(5000 * sizeof(float));
@@ -734,5 +795,6 @@ int main(void) {
     test_matmul();
     test_matmul_mlx();
     test_invariance();
+    test_p16();
     return DONE("test_kernels");
 }

@@ -141,6 +141,58 @@ static void check_batch_vs_steps(laya_model *m) {
     free(batch);
 }
 
+/* Packed weights (laya_model_params.pack_weights, kernels.h P16) change the layout and not the numbers:
+ * the logits of a prompt, the focused output layer's subsets (a row of its panel) and the tied embedding
+ * (read back from the packed copy) give the same bits as the file's own layout. */
+static void check_packed_same(laya_model *m) {
+    laya_model_params mp = laya_model_default_params();
+    mp.n_threads = 2;
+    mp.pack_weights = -1;
+    laya_model *f = NULL;
+    char err[LAYA_ERR_MSG_MAX] = "";
+    laya_status st = laya_model_load(MODEL, mp, &f, err, sizeof err);
+    CHECK(st == LAYA_OK, "load with pack_weights -1: %s", err);
+    if (st) return;
+    CHECK(!f->output.pdata && !f->layers[0].wq.pdata, "pack_weights -1 packs nothing");
+    int packed = m->output.pdata != NULL;
+    CHECK(packed == (m->kn->packs != 0) && (m->layers[0].w_down.pdata != NULL) == packed,
+          "the %s table %s the matrices", m->kn->name, packed ? "packed" : "did not pack");
+    static const laya_token ids[] = {0, 4, 761, 6789, 3513, 1163, 1070, 103, 834, 427, 1023, 1164, 280};
+    enum { N = sizeof ids / sizeof *ids };
+    const int V = laya_n_vocab(m);
+    float *lg[2] = {malloc((size_t)N * V * sizeof(float)), malloc((size_t)N * V * sizeof(float))};
+    float sub[2][6];
+    const laya_token sid[6] = {0, 15, 16, 1463, 8191, 16383}; /* panel edges and a middle */
+    for (int k = 0; k < 2 && lg[0] && lg[1]; k++) {
+        laya_context_params cp = laya_context_default_params();
+        cp.max_kv_size = 64, cp.max_batch = N, cp.max_logits = N;
+        laya_context *c = NULL;
+        st = laya_context_create(k ? f : m, cp, &c, err, sizeof err);
+        CHECK(st == LAYA_OK, "context: %s", err);
+        if (st) break;
+        int32_t seq[N] = {0};
+        int8_t want[N];
+        memset(want, LAYA_WANT_LOGITS, N);
+        want[N - 1] = LAYA_WANT_LOGITS | LAYA_WANT_HIDDEN;
+        st = laya_decode(c, (laya_batch){N, ids, seq, want});
+        CHECK(st == LAYA_OK, "decode: %s", laya_context_error(c));
+        for (int i = 0; st == LAYA_OK && i < N; i++) memcpy(lg[k] + (size_t)i * V, laya_get_logits(c, i), (size_t)V * sizeof(float));
+        st = laya_get_logits_subset(c, N - 1, sid, 6, sub[k]);
+        CHECK(st == LAYA_OK, "logits subset: %s", laya_context_error(c));
+        laya_context_free(c);
+    }
+    if (lg[0] && lg[1]) {
+        CHECK(!memcmp(lg[0], lg[1], (size_t)N * V * sizeof(float)), "packed and file-view logits differ");
+        CHECK(!memcmp(sub[0], sub[1], sizeof sub[0]), "packed and file-view logit subsets differ");
+        for (int i = 0; i < 6; i++)
+            CHECK(sub[0][i] == lg[0][(size_t)(N - 1) * V + sid[i]], "subset id %d: %g, full layer %g", sid[i], sub[0][i],
+                  lg[0][(size_t)(N - 1) * V + sid[i]]);
+    }
+    printf("test_model: %s weights against the file's layout: same logits\n", packed ? "packed" : "unpacked (no packing table)");
+    free(lg[0]), free(lg[1]);
+    laya_model_free(f);
+}
+
 int main(void) {
     laya_model *m = NULL;
     char err[LAYA_ERR_MSG_MAX] = "";
@@ -163,6 +215,7 @@ int main(void) {
     }
     check_roundtrip(m);
     check_batch_vs_steps(m);
+    check_packed_same(m);
 
     laya_context_params cp = laya_context_default_params();
     cp.max_kv_size = 64;

@@ -144,6 +144,8 @@ laya_model *cli_load(const char *path, int32_t n_threads, int vocab_only) {
     laya_model_params mp = laya_model_default_params();
     mp.n_threads = n_threads;
     mp.vocab_only = vocab_only;
+    const char *pk = getenv("LAYA_PACK"); /* LAYA_PACK=0: weights stay views of the file (A/B runs) */
+    if (pk && !strcmp(pk, "0")) mp.pack_weights = -1;
     laya_model *m = NULL;
     char err[LAYA_ERR_MSG_MAX] = "";
     laya_status st = laya_model_load(path, mp, &m, err, sizeof err);

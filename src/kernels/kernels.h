@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "qtypes.h"
+
 /* Matrix products y = x · Wᵀ where W has N rows of K elements of a weight type (qtypes.h) and x has B
  * rows of K floats. x is first converted once per row into the "activation format" that pairs with the
  * weight type, so a batch shares one pass over each weight row:
@@ -17,9 +19,41 @@
  *   Q4_K, Q6_K weights      -> block_q8_K (int8 with one f32 scale per 256, plus 16-element sums)
  * K must be a multiple of the weight type's block size (the model loader checks this). */
 size_t kn_act_row_bytes(uint32_t wtype, int64_t K);
+
+/* Packed weights ("P16"): a Q8_0 or Q4_0 matrix copied at load into the order the AVX-512 kernel reads,
+ * so that a matmul streams one sequential region and needs no regrouping in registers. Not a file format:
+ * the ids below are outside ggml's numbering and only ever name memory the model owns.
+ *   Rows are taken 16 at a time ("panels"; the last is padded with zero rows). Panel p holds, for each
+ *   of the nb = K / 32 blocks of its rows, QV 64-byte vectors (QV = 4 for Q4_0, 8 for Q8_0) whose 32-bit
+ *   lane r is bytes 4t..4t+3 of row 16p + r's block quants (vector t; Q4_0: the packed nibbles as in the
+ *   file, so the low nibbles are elements 4t..4t+3 and the high ones 16 + 4t..; Q8_0: the bytes xor 0x80,
+ *   i.e. q + 128 as unsigned bytes), then the blocks' fp16 scales, 16 per block in row order, padded to
+ *   64 bytes. kn_pack_panel_bytes gives a panel's size; panel p starts p panels into the matrix.
+ *   The weights are the same numbers as the source rows, and matmul gives every output the same bits for a
+ *   P16 matrix as for its source (tests/test_kernels.c), so the logits do not depend on the layout.
+ * The activation format of the P16 types ("q8 split", kn_act_row_bytes): the nb blocks' 32 int8 quants
+ * each (nb * 32 bytes, as block_q8_0's qs), then nb float scales (each block_q8_0's fp16 d, widened), then
+ * nb int32 corrections -8 * sum(qs) and then nb int32 -128 * sum(qs): the weight offsets the unsigned
+ * dot products add (Q4_0's nibbles are q + 8, Q8_0's bytes q + 128). */
+enum { KN_P16_Q4_0 = 0x100 | QT_Q4_0, KN_P16_Q8_0 = 0x100 | QT_Q8_0 };
+/* The P16 type of a weight type (0 if it has none), and a P16 type's source type. */
+uint32_t kn_p16_type(uint32_t wtype);
+uint32_t kn_p16_source(uint32_t ptype);
+/* Bytes of one panel (16 rows of K) and of a whole N x K matrix; 0 if the type has no P16 form or K is
+ * not a multiple of 32. */
+size_t kn_pack_panel_bytes(uint32_t ptype, int64_t K);
+size_t kn_pack_bytes(uint32_t ptype, int64_t N, int64_t K);
+/* Rows [p0 * 16, p1 * 16) (clipped to N; the rest of the last panel zero) of the N x K source matrix W
+ * (rows w_row_bytes apart) into panels p0..p1-1 of dst (64-byte aligned). */
+void kn_pack(uint32_t ptype, const void *W, size_t w_row_bytes, int64_t N, int64_t K, int64_t p0, int64_t p1,
+             void *dst);
+/* Row r of a P16 matrix as floats (K of them), the values qt_dequantize_row gives for the source row. */
+void kn_p16_row(uint32_t ptype, const void *P, int64_t K, int64_t r, float *y);
 /* s[h * s_stride + p] *= scale for h < nh, p < npos, and mx[h] = the maximum of head h's (scalar; for the
  * tables whose attn_qk computes raw scores and then calls this). */
 void kn_scale_max(float *s, size_t s_stride, int nh, int64_t npos, float scale, float *mx);
+/* The scalar table's silu_mul (below), which the tables without a fast one use too. */
+void kn_ref_silu_mul(float *g, const float *u, int64_t n);
 typedef struct kn_ops {
     const char *name; /* "scalar", "avx2", "avx512", "neon" */
 
@@ -27,7 +61,8 @@ typedef struct kn_ops {
     void (*quantize_act)(uint32_t wtype, const float *x, void *xq, int64_t K);
 
     /* y[b * ldy + r] = dot(W row r, activation row b) for r in [r0, r1) and b in [0, B).
-     * W points at row 0; w_row_bytes = qt_row_bytes(wtype, K); act rows are act_row_bytes apart.
+     * W points at row 0; w_row_bytes = qt_row_bytes(wtype, K) (unused for the P16 types, whose W is the
+     * packed matrix and whose rows are found from K); act rows are act_row_bytes apart.
      * Batch invariance (this and matmul_mlx, attn_qk, attn_v per head): each output is a function of
      * its weight row and activation row alone, bit for bit the same for any B, r0, r1 or place in the
      * batch, even where a table takes another code path for large B. The forward pass relies on it: a
@@ -65,6 +100,14 @@ typedef struct kn_ops {
      * and mx[h] = the largest of them (-inf when npos is 0). */
     void (*attn_qk)(const float *q, size_t q_stride, int nh, const float *kt, size_t kt_stride, int64_t npos,
                     int64_t d, float scale, float *s, size_t s_stride, float *mx);
+    /* The FFN's activation: g[i] = silu(g[i]) * u[i] = g[i] / (1 + exp(-g[i])) * u[i] for i < n. An
+     * element's value does not depend on n or on its place (the tails go through the same arithmetic);
+     * the fast versions use exp_sum's polynomial. */
+    void (*silu_mul)(float *g, const float *u, int64_t n);
+    /* 1: matmul takes the P16 types (kn_pack) and is faster with them than with their source; they
+     * are then what the model loader gives it. The scalar table's matmul also takes them (the reference
+     * for the layout) but does not ask for them. */
+    int packs;
 } kn_ops;
 
 /* The best table this CPU supports (cached after the first call; thread-safe). The environment variable

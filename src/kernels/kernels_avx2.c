@@ -697,4 +697,4 @@ static void avx2_attn_qk(const float *q, size_t q_stride, int nh, const float *k
 
 const kn_ops kn_avx2_ops = {"avx2", avx2_quantize_act, avx2_matmul, avx2_dot_f32, avx2_axpy_f32, avx2_matmul_mlx,
                             avx2_exp_sum, avx2_attn_v,
-                            avx2_attn_qk};
+                            avx2_attn_qk, kn_ref_silu_mul, 0};

@@ -75,6 +75,27 @@ static void avx512_quantize_act(uint32_t wtype, const float *x, void *xq, int64_
             _mm_storeu_si128((__m128i *)(b->qs + 16), _mm512_cvtsepi32_epi8(q8_round(v1, s)));
         }
         return;
+    case KN_P16_Q4_0:
+    case KN_P16_Q8_0: { /* the q8 split format (kernels.h) */
+        const int64_t nb = K / QK8_0;
+        int8_t *qs = xq;
+        float *ds = (float *)(qs + nb * QK8_0);
+        int32_t *c4 = (int32_t *)(ds + nb), *c8 = c4 + nb;
+        for (int64_t i = 0; i < nb; i++) {
+            __m512 v0 = _mm512_loadu_ps(x + 32 * i), v1 = _mm512_loadu_ps(x + 32 * i + 16);
+            float d = amax16(v0, v1) / 127, id = d ? 1 / d : 0;
+            ds[i] = fp16_to_f32(f32_to_fp16(d));
+            __m512 sc = _mm512_set1_ps(id);
+            __m512i q0 = q8_round(v0, sc), q1 = q8_round(v1, sc);
+            _mm_storeu_si128((__m128i *)(qs + 32 * i), _mm512_cvtsepi32_epi8(q0));
+            _mm_storeu_si128((__m128i *)(qs + 32 * i + 16), _mm512_cvtsepi32_epi8(q1));
+            /* the sum of the stored bytes: the pack saturates above 127 */
+            const __m512i hi = _mm512_set1_epi32(127);
+            int sum = _mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_min_epi32(q0, hi), _mm512_min_epi32(q1, hi)));
+            c4[i] = -8 * sum, c8[i] = -128 * sum;
+        }
+        return;
+    }
     case QT_Q4_K:
     case QT_Q6_K:
         for (int64_t i = 0; i < K / QK_K; i++) {
@@ -1059,6 +1080,118 @@ static void avx512_matmul_mlx(int bits, int group, const uint32_t *W, const void
 #undef MLX_CALL
 }
 
+/* ---------------------------------------------------------------- Q8_0 / Q4_0 packed at load (P16) */
+
+/* The P16 layout (kernels.h) is the rows-in-lanes order of mm_q8_rows stored once at load: a panel of 16
+ * rows is one sequential region, block after block, and 32-bit lane r of each vector is row r. Per block
+ * the weights cost four (Q4_0: plus eight nibble masks and shifts) or eight aligned loads and one scale
+ * convert, shared by the activation rows; per block and activation row, eight vpdpbusd (each with four
+ * activation bytes broadcast from memory), one integer add, one convert, one multiply and one fma serve
+ * the panel's 16 rows. The activations come in the q8 split format, whose widened scales and offset
+ * corrections are computed once per row by quantize_act. There is no K chunking: a panel's running sums
+ * stay in registers across K.
+ *
+ * Float order, per output: that of the kernels above (mm_q8, mm_q8_rows, the panel): each block's exact
+ * integer dot product times dw * da by fma into the even or the odd blocks' chain, and every PKB blocks
+ * from block 0 the running sum gets even + odd. So a P16 matrix gives the bits of its source matrix. */
+#define P16_B 8                   /* activation rows per tile: even and odd chains, 16 vectors */
+#define P16_CHUNK (256 * 1024)    /* panel bytes per pass when B > P16_B, reread from L2 by each tile */
+
+INLINE void p16_tile(int q4, int nb, const uint8_t *P, int64_t nbk, const uint8_t *act, size_t arb, __m512 *run) {
+    const size_t qbytes = q4 ? 256 : 512;
+    const uint8_t *S = P + (size_t)nbk * qbytes;
+    const uint8_t *qa[P16_B];
+    const float *da[P16_B];
+    const int32_t *ca[P16_B];
+#pragma GCC unroll 8
+    for (int b = 0; b < nb; b++) {
+        qa[b] = act + (size_t)b * arb;
+        da[b] = (const float *)(qa[b] + nbk * 32);
+        ca[b] = (const int32_t *)(da[b] + nbk) + (q4 ? 0 : nbk);
+        run[b] = _mm512_setzero_ps();
+    }
+    const __m512i m4 = _mm512_set1_epi8(15);
+    for (int64_t c0 = 0; c0 < nbk; c0 += PKB) {
+        const int64_t c1 = LAYA_MIN(nbk, c0 + PKB);
+        __m512 ev[P16_B], od[P16_B];
+#pragma GCC unroll 8
+        for (int b = 0; b < nb; b++) ev[b] = _mm512_setzero_ps(), od[b] = _mm512_setzero_ps();
+        for (int64_t i = c0; i < c1; i++) {
+            const uint8_t *v = P + (size_t)i * qbytes;
+#pragma GCC unroll 8
+            for (size_t q = 0; q < qbytes; q += 64) _mm_prefetch((const char *)v + PREFETCH + q, _MM_HINT_T0);
+            if (!(i & 1)) _mm_prefetch((const char *)S + (size_t)i * 32 + PREFETCH / 8, _MM_HINT_T0);
+            __m512i w[8];
+            if (q4) {
+#pragma GCC unroll 4
+                for (int t = 0; t < 4; t++) {
+                    __m512i x = _mm512_load_si512((const void *)(v + 64 * t));
+                    w[t] = _mm512_and_si512(x, m4);
+                    w[4 + t] = _mm512_and_si512(_mm512_srli_epi16(x, 4), m4);
+                }
+            } else {
+#pragma GCC unroll 8
+                for (int t = 0; t < 8; t++) w[t] = _mm512_load_si512((const void *)(v + 64 * t));
+            }
+            const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(S + (size_t)i * 32)));
+            __m512 *chain = (i & 1) ? od : ev;
+#pragma GCC unroll 8
+            for (int b = 0; b < nb; b++) {
+                const uint8_t *qs = qa[b] + (size_t)i * 32;
+                /* two chains of four: vpdpbusd's latency would otherwise bound the loop; Q4_0's high
+                 * nibbles (w[4..7]) are elements 16 + 4t.., Q8_0's w[4..7] elements 16 + 4t.. too */
+                __m512i s2[2] = {_mm512_set1_epi32(ca[b][i]), _mm512_setzero_si512()};
+#pragma GCC unroll 8
+                for (int t = 0; t < 8; t++) s2[t & 1] = dpbusd_bcast(s2[t & 1], w[t], qs + 4 * t);
+                __m512i sum = _mm512_add_epi32(s2[0], s2[1]);
+                chain[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, _mm512_set1_ps(da[b][i])), chain[b]);
+            }
+        }
+#pragma GCC unroll 8
+        for (int b = 0; b < nb; b++) run[b] = _mm512_add_ps(run[b], _mm512_add_ps(ev[b], od[b]));
+    }
+}
+
+INLINE void p16_tile_nb(int q4, int nb, const uint8_t *P, int64_t nbk, const uint8_t *act, size_t arb, __m512 *run) {
+    switch (nb) {
+    case 1: p16_tile(q4, 1, P, nbk, act, arb, run); break;
+    case 2: p16_tile(q4, 2, P, nbk, act, arb, run); break;
+    case 3: p16_tile(q4, 3, P, nbk, act, arb, run); break;
+    case 4: p16_tile(q4, 4, P, nbk, act, arb, run); break;
+    case 5: p16_tile(q4, 5, P, nbk, act, arb, run); break;
+    case 6: p16_tile(q4, 6, P, nbk, act, arb, run); break;
+    case 7: p16_tile(q4, 7, P, nbk, act, arb, run); break;
+    default: p16_tile(q4, 8, P, nbk, act, arb, run); break;
+    }
+}
+
+INLINE void mm_p16_t(int q4, const uint8_t *W, const uint8_t *act, size_t arb, int B, int64_t K, int64_t r0,
+                     int64_t r1, float *y, size_t ldy) {
+    const uint32_t pt = q4 ? KN_P16_Q4_0 : KN_P16_Q8_0;
+    const size_t pb = kn_pack_panel_bytes(pt, K);
+    const int64_t nbk = K / 32, p0 = r0 / 16, p1 = (r1 + 15) / 16;
+    const int64_t pc = B <= P16_B ? p1 - p0 : LAYA_MAX(1, (int64_t)(P16_CHUNK / pb));
+    for (int64_t c0 = p0; c0 < p1; c0 += pc) {
+        const int64_t c1 = LAYA_MIN(p1, c0 + pc);
+        for (int b0 = 0; b0 < B; b0 += P16_B) {
+            const int nb = LAYA_MIN(P16_B, B - b0);
+            for (int64_t p = c0; p < c1; p++) {
+                __m512 run[P16_B];
+                p16_tile_nb(q4, nb, W + (size_t)p * pb, nbk, act + (size_t)b0 * arb, arb, run);
+                const int64_t lo = LAYA_MAX(r0 - 16 * p, 0), hi = LAYA_MIN(r1 - 16 * p, 16);
+                const __mmask16 m = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
+                for (int b = 0; b < nb; b++) _mm512_mask_storeu_ps(y + (size_t)(b0 + b) * ldy + (size_t)(16 * p), m, run[b]);
+            }
+        }
+    }
+}
+
+__attribute__((noinline)) static void mm_p16(uint32_t pt, const uint8_t *W, const uint8_t *act, size_t arb, int B,
+                                             int64_t K, int64_t r0, int64_t r1, float *y, size_t ldy) {
+    if (pt == KN_P16_Q4_0) mm_p16_t(1, W, act, arb, B, K, r0, r1, y, ldy);
+    else mm_p16_t(0, W, act, arb, B, K, r0, r1, y, ldy);
+}
+
 /* ---------------------------------------------------------------- table */
 
 static void avx512_matmul(uint32_t wtype, const void *W, size_t w_row_bytes, const void *act, size_t act_row_bytes,
@@ -1075,6 +1208,8 @@ static void avx512_matmul(uint32_t wtype, const void *W, size_t w_row_bytes, con
         else if (wtype == QT_Q8_0) mm_q8(QT_Q8_0, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy);
         else mm_q8(QT_Q4_0, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy);
         return;
+    case KN_P16_Q4_0:
+    case KN_P16_Q8_0: mm_p16(wtype, W, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
     case QT_Q4_K: mm_k(QT_Q4_K, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
     case QT_Q6_K: mm_k(QT_Q6_K, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
     default: kn_ref_ops.matmul(wtype, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
@@ -1134,6 +1269,18 @@ static float avx512_exp_sum(const float *x, float shift, float *y, int64_t n) {
         acc = _mm512_add_ps(acc, e);
     }
     return _mm512_reduce_add_ps(acc);
+}
+
+/* -g is clamped to 88 (exp512 has no overflow path; exp(88) is still finite, and g / (1 + exp(88)) is
+ * -0 in all but the last bits, as the reference's g / inf). */
+static void avx512_silu_mul(float *g, const float *u, int64_t n) {
+    const __m512 one = _mm512_set1_ps(1.0f), hi = _mm512_set1_ps(88.0f);
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512 x = _mm512_maskz_loadu_ps(m, g + i), y = _mm512_maskz_loadu_ps(m, u + i);
+        __m512 e = exp512(_mm512_min_ps(_mm512_sub_ps(_mm512_setzero_ps(), x), hi));
+        _mm512_mask_storeu_ps(g + i, m, _mm512_mul_ps(_mm512_div_ps(x, _mm512_add_ps(one, e)), y));
+    }
 }
 
 /* hn (1..4, a constant after inlining, so the accumulators stay in registers) heads x 64 columns from
@@ -1290,7 +1437,8 @@ static void avx512_attn_qk(const float *q, size_t q_stride, int nh, const float 
 }
 
 const kn_ops kn_avx512_ops = {"avx512", avx512_quantize_act, avx512_matmul, avx512_dot_f32, avx512_axpy_f32,
-                               avx512_matmul_mlx, avx512_exp_sum, avx512_attn_v, avx512_attn_qk};
+                               avx512_matmul_mlx, avx512_exp_sum, avx512_attn_v, avx512_attn_qk,
+                               avx512_silu_mul, 1};
 
 #ifdef KN_POP_TARGET
 #pragma clang attribute pop

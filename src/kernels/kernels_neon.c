@@ -615,4 +615,4 @@ static void neon_attn_qk(const float *q, size_t q_stride, int nh, const float *k
 
 const kn_ops kn_neon_ops = {"neon", neon_quantize_act, neon_matmul, neon_dot_f32, neon_axpy_f32, neon_matmul_mlx,
                             neon_exp_sum, neon_attn_v,
-                            neon_attn_qk};
+                            neon_attn_qk, kn_ref_silu_mul, 0};

@@ -45,6 +45,22 @@ static void ref_quantize_act(uint32_t wtype, const float *x, void *xq, int64_t K
             for (int j = 0; j < QK8_0; j++) b->qs[j] = q8(v[j] * id);
         }
         return;
+    case KN_P16_Q4_0:
+    case KN_P16_Q8_0: { /* the q8 split format (kernels.h): quants, widened scales, two corrections */
+        int64_t nb = K / QK8_0;
+        int8_t *qs = xq;
+        float *ds = (float *)(qs + nb * QK8_0);
+        int32_t *c4 = (int32_t *)(ds + nb), *c8 = c4 + nb;
+        for (int64_t i = 0; i < nb; i++) {
+            const float *v = x + i * QK8_0;
+            float d = amax_of(v, QK8_0) / 127, id = d ? 1 / d : 0;
+            ds[i] = fp16_to_f32(f32_to_fp16(d));
+            int sum = 0;
+            for (int j = 0; j < QK8_0; j++) sum += qs[i * QK8_0 + j] = q8(v[j] * id);
+            c4[i] = -8 * sum, c8[i] = -128 * sum;
+        }
+        return;
+    }
     case QT_Q4_K:
     case QT_Q6_K:
         for (int64_t i = 0; i < K / QK_K; i++) {
@@ -151,6 +167,27 @@ static void ref_matmul(uint32_t wtype, const void *W, size_t w_row_bytes, const 
                     sum += fp16_to_f32(wb->d) * ab->d * (float)isum;
                 }
                 break;
+            case KN_P16_Q4_0:
+            case KN_P16_Q8_0: { /* w is unused: the row's lane of its panel (kernels.h) */
+                const int64_t nb = K / 32;
+                const int q4 = wtype == KN_P16_Q4_0, qv = q4 ? 4 : 8, lane = (int)(r % 16);
+                const uint8_t *P = wbase + (size_t)(r / 16) * kn_pack_panel_bytes(wtype, K);
+                const uint16_t *sc = (const uint16_t *)(P + (size_t)nb * qv * 64);
+                const int8_t *aq = (const int8_t *)a;
+                const float *ad = (const float *)(aq + nb * 32);
+                for (int64_t i = 0; i < nb; i++) {
+                    const uint8_t *v = P + (size_t)i * qv * 64 + 4 * lane;
+                    int isum = 0;
+                    for (int t = 0; t < qv; t++)
+                        for (int j = 0; j < 4; j++) {
+                            int q = v[t * 64 + j];
+                            if (q4) isum += ((q & 15) - 8) * aq[32 * i + 4 * t + j] + ((q >> 4) - 8) * aq[32 * i + 16 + 4 * t + j];
+                            else isum += (q - 128) * aq[32 * i + 4 * t + j];
+                        }
+                    sum += fp16_to_f32(sc[16 * i + lane]) * ad[i] * (float)isum;
+                }
+                break;
+            }
             default: return; /* unsupported types never reach the kernels: the loader rejects them */
             }
             y[(size_t)b * ldy + (size_t)r] = sum;
@@ -223,6 +260,10 @@ static void ref_attn_v(const float *w, size_t w_stride, int nh, const float *v, 
     }
 }
 
+void kn_ref_silu_mul(float *g, const float *u, int64_t n) {
+    for (int64_t i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
 void kn_scale_max(float *s, size_t s_stride, int nh, int64_t npos, float scale, float *mx) {
     for (int h = 0; h < nh; h++) {
         float *sh = s + (size_t)h * s_stride, m = -INFINITY;
@@ -252,4 +293,4 @@ static void ref_attn_qk(const float *q, size_t q_stride, int nh, const float *kt
 }
 
 const kn_ops kn_ref_ops = {"scalar", ref_quantize_act, ref_matmul, ref_dot_f32, ref_axpy_f32, ref_matmul_mlx,
-                           ref_exp_sum, ref_attn_v, ref_attn_qk};
+                           ref_exp_sum, ref_attn_v, ref_attn_qk, kn_ref_silu_mul, 0};
