@@ -12,6 +12,7 @@ struct laya_context {
     const laya_model *m;
     laya_context_params p;
     lp_pool *pool;
+    int packed;         /* the model's packed copies are used in this decode (packed_now at its start) */
     int32_t kv_dim;
     int32_t *seq_len;   /* (n_seq) positions held */
     /* Each KV head's block is contiguous (kv_cap positions). Keys are stored in blocks of 16 positions,
@@ -230,7 +231,10 @@ const float *laya_get_logits(const laya_context *c, int32_t i) {
 }
 
 /* The weight type the matmuls see: the packed copy's when the loader made one. */
-static inline uint32_t mm_type(const lm_mat *w) { return w->pdata ? w->ptype : w->type; }
+static inline uint32_t mm_type(int pk, const lm_mat *w) { return pk && w->pdata ? w->ptype : w->type; }
+/* Whether the model's packed copy is there, once per decode or subset: every matrix of the call then
+ * takes the same layout (model.h) */
+static inline int packed_now(const laya_model *m) { return atomic_load_explicit(&m->packed_ready, memory_order_acquire); }
 
 typedef struct subset_job {
     const laya_context *c;
@@ -238,6 +242,7 @@ typedef struct subset_job {
     int32_t n;
     const void *act; /* the hidden row in the output matrix's activation format (or F32 for MLX) */
     float *out;
+    int pk;          /* packed_now */
 } subset_job;
 
 /* Chunks of ids; each id is a one-row product through the same kernel as the full output layer, so the
@@ -249,8 +254,9 @@ static void subset_worker(void *arg, int chunk, int n_chunks, int tid) {
     const kn_ops *kn = j->c->m->kn;
     int32_t k0 = (int32_t)((int64_t)j->n * chunk / n_chunks);
     int32_t k1 = (int32_t)((int64_t)j->n * (chunk + 1) / n_chunks);
-    size_t rb = w->mlx_bits ? 0 : kn_act_row_bytes(mm_type(w), w->cols);
-    size_t pb = w->pdata ? kn_pack_panel_bytes(w->ptype, w->cols) : 0;
+    const void *pd = j->pk ? w->pdata : NULL;
+    size_t rb = w->mlx_bits ? 0 : kn_act_row_bytes(mm_type(j->pk, w), w->cols);
+    size_t pb = pd ? kn_pack_panel_bytes(w->ptype, w->cols) : 0;
     for (int32_t k = k0; k < k1; k++) {
         size_t r = (size_t)j->ids[k];
         /* The matrix is passed from row r on, as a one-row matrix, so the result lands in out[k]. */
@@ -259,10 +265,10 @@ static void subset_worker(void *arg, int chunk, int n_chunks, int tid) {
             kn->matmul_mlx(w->mlx_bits, w->mlx_group, (const uint32_t *)((const char *)w->data + r * w->row_bytes),
                            (const char *)w->scales + sb, (const char *)w->biases + sb, w->sb_type, j->act,
                            (size_t)w->cols, 1, w->cols, 0, 1, j->out + k, 1);
-        } else if (w->pdata) {
+        } else if (pd) {
             /* the row's panel as a 16-row matrix, only its lane computed out: the bits of the full layer */
             float lanes[16];
-            kn->matmul(w->ptype, (const char *)w->pdata + (r / 16) * pb, 0, j->act, rb, 1, w->cols, (int64_t)(r % 16),
+            kn->matmul(w->ptype, (const char *)pd + (r / 16) * pb, 0, j->act, rb, 1, w->cols, (int64_t)(r % 16),
                        (int64_t)(r % 16) + 1, lanes, 16);
             j->out[k] = lanes[r % 16];
         } else {
@@ -285,13 +291,14 @@ laya_status laya_get_logits_subset(laya_context *c, int32_t i, const laya_token 
             return laya_err(c->err, sizeof c->err, LAYA_ERR_INVALID_ARG,
                             "logits subset: id %d (index %d) out of range [0, %d)", ids[k], k, (int)w->rows);
     if (n == 0) return LAYA_OK;
+    const int pk = packed_now(c->m);
     const float *hrow = c->hid + (size_t)c->hid_row[i] * c->m->hp.n_embd;
     const void *act = hrow;
     if (!w->mlx_bits) { /* act is free between decodes */
-        c->m->kn->quantize_act(mm_type(w), hrow, c->act, w->cols);
+        c->m->kn->quantize_act(mm_type(pk, w), hrow, c->act, w->cols);
         act = c->act;
     }
-    subset_job j = {.c = c, .ids = ids, .n = n, .act = act, .out = out};
+    subset_job j = {.c = c, .ids = ids, .n = n, .act = act, .out = out, .pk = pk};
     /* A one-row product costs about a row's bytes of memory traffic: below a few hundred ids the pool's
      * wake-up costs more than it saves. */
     int n_chunks = n < 256 ? 1 : (int)LAYA_MIN((int64_t)lp_n_threads(c->pool) * 4, n / 64);
@@ -313,6 +320,7 @@ typedef struct mm_job {
     const float *x;    /* F32 activations (MLX weights) */
     int B;
     int swiglu;        /* y[0] = silu(y[0]) * y[1] on each chunk's rows once both are computed */
+    int pk;            /* the packed copies are used (packed_now) */
 } mm_job;
 
 static void mm_worker(void *arg, int chunk, int n_chunks, int tid) {
@@ -328,7 +336,7 @@ static void mm_worker(void *arg, int chunk, int n_chunks, int tid) {
         if (w->mlx_bits)
             j->kn->matmul_mlx(w->mlx_bits, w->mlx_group, w->data, w->scales, w->biases, w->sb_type, j->x,
                               (size_t)w->cols, j->B, w->cols, r0, r1, j->y[i], j->ldy[i]);
-        else if (w->pdata)
+        else if (j->pk && w->pdata)
             j->kn->matmul(w->ptype, w->pdata, 0, j->act, j->act_rb, j->B, w->cols, r0, r1, j->y[i], j->ldy[i]);
         else
             j->kn->matmul(w->type, w->data, w->row_bytes, j->act, j->act_rb, j->B, w->cols, r0, r1, j->y[i],
@@ -350,16 +358,17 @@ static void matmul_multi(laya_context *c, int n, const lm_mat *const *w, float *
     const kn_ops *kn = c->m->kn;
     int64_t K = w[0]->cols;
     /* MLX weights take F32 activations; the GGUF types take them converted once for all matrices. */
-    size_t rb = w[0]->mlx_bits ? 0 : kn_act_row_bytes(mm_type(w[0]), K);
+    const int pk = c->packed;
+    size_t rb = w[0]->mlx_bits ? 0 : kn_act_row_bytes(mm_type(pk, w[0]), K);
     if (rb)
-        for (int b = 0; b < B; b++) kn->quantize_act(mm_type(w[0]), x + (size_t)b * K, (char *)c->act + b * rb, K);
-    mm_job j = {.kn = kn, .n = 0, .act = c->act, .act_rb = rb, .x = x, .B = B};
+        for (int b = 0; b < B; b++) kn->quantize_act(mm_type(pk, w[0]), x + (size_t)b * K, (char *)c->act + b * rb, K);
+    mm_job j = {.kn = kn, .n = 0, .act = c->act, .act_rb = rb, .x = x, .B = B, .pk = pk};
     /* A few chunks per thread, so a thread that runs late finds work taken rather than waited for. */
     int n_chunks = lp_n_threads(c->pool) * 4;
     for (int i = 0; i < n; i++) {
         /* A matrix of another activation format (mixed-type files such as Q4_K_M) gets its own pass;
          * the formats all have different row sizes, so the size identifies the format. */
-        if ((w[i]->mlx_bits ? 0 : kn_act_row_bytes(mm_type(w[i]), K)) != rb) {
+        if ((w[i]->mlx_bits ? 0 : kn_act_row_bytes(mm_type(pk, w[i]), K)) != rb) {
             lp_run(c->pool, mm_worker, &j, n_chunks);
             matmul_multi(c, n - i, w + i, y + i, ldy + i, x, B, 0);
             if (swiglu) /* gate and up in different formats: the activation in a pass of its own */
@@ -503,6 +512,7 @@ laya_status laya_decode(laya_context *c, laya_batch bt) {
     if (!c) return LAYA_ERR_INVALID_ARG;
     const laya_model *m = c->m;
     const lm_hparams *h = &m->hp;
+    c->packed = packed_now(m);
     int n = bt.n;
     if (c->prof) c->prof_t = prof_now(), c->prof_n++;
     if (n < 1 || !bt.tokens || !bt.seq)
@@ -550,7 +560,7 @@ laya_status laya_decode(laya_context *c, laya_batch bt) {
     for (int i = 0; i < n; i++) {
         size_t t = (size_t)bt.tokens[i];
         const char *row = (const char *)E->data + t * E->row_bytes;
-        if (m->output.pdata && m->output.data == E->data) {
+        if (c->packed && m->output.pdata && m->output.data == E->data) {
             /* tied and packed: the file's rows were released at load, the packed copy has them */
             kn_p16_row(m->output.ptype, m->output.pdata, d, (int64_t)t, c->x + (size_t)i * d);
         } else if (E->mlx_bits) {

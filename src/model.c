@@ -554,17 +554,19 @@ static laya_status open_hf_dir(laya_model *m, const char *dir, int vocab_only, c
 /* ---- packed weights (kernels.h, P16) */
 
 typedef struct pack_piece {
-    const lm_mat *w;
+    lm_mat *w;
     uint32_t pt;
     int64_t p0, p1;
     void *dst;
 } pack_piece;
 
-typedef struct pack_job {
-    const pack_piece *pieces;
-    int n;
+struct pack_state {
+    laya_model *m;
+    lm_mat **mats;   /* the matrices to pack, pieces[] in their order */
+    int nm, n;
+    pack_piece *pieces;
     atomic_int next;
-} pack_job;
+};
 
 /* The file's pages inside [p, p + n): dropped from this process (a later read maps them in again). */
 static void release_pages(const void *p, size_t n) {
@@ -575,16 +577,38 @@ static void release_pages(const void *p, size_t n) {
     if (e > a) madvise((void *)a, e - a, MADV_DONTNEED);
 }
 
-static void *pack_thread(void *arg) {
-    pack_job *j = arg;
-    for (int i; (i = atomic_fetch_add(&j->next, 1)) < j->n;) {
-        const pack_piece *pc = &j->pieces[i];
+static void *pack_worker(void *arg) {
+    struct pack_state *ps = arg;
+    for (int i; !atomic_load_explicit(&ps->m->pack_cancel, memory_order_relaxed) &&
+                (i = atomic_fetch_add(&ps->next, 1)) < ps->n;) {
+        const pack_piece *pc = &ps->pieces[i];
         const lm_mat *w = pc->w;
         kn_pack(pc->pt, w->data, w->row_bytes, w->rows, w->cols, pc->p0, pc->p1, pc->dst);
-        /* the piece's source rows leave this process at once, so the peak is the copy, not twice it */
+        /* the piece's source rows leave this process at once, so the peak is the copy, not twice it (a
+         * decode running meanwhile maps in again what it reads) */
         int64_t r0 = pc->p0 * 16, r1 = LAYA_MIN(w->rows, pc->p1 * 16);
         release_pages((const char *)w->data + (size_t)r0 * w->row_bytes, (size_t)(r1 - r0) * w->row_bytes);
     }
+    return NULL;
+}
+
+/* The packing thread: the pieces on up to the model's thread count (helpers of its own), then every
+ * pdata set and published, then the file's pages of the packed matrices released once more as a whole (a
+ * piece's read may have mapped in a large page-cache folio reaching into pieces released before it). */
+static void *pack_main(void *arg) {
+    struct pack_state *ps = arg;
+    laya_model *m = ps->m;
+    pthread_t th[7];
+    int nt = 0;
+    for (int t = 1; t < LAYA_MIN(m->n_threads, 8) && t * 8 < ps->n; t++)
+        if (pthread_create(&th[nt], NULL, pack_worker, ps) == 0) nt++;
+    pack_worker(ps);
+    for (int t = 0; t < nt; t++) pthread_join(th[t], NULL);
+    if (atomic_load(&m->pack_cancel)) return NULL;
+    for (int i = 0; i < ps->n; i++)
+        if (ps->pieces[i].p0 == 0) ps->pieces[i].w->pdata = ps->pieces[i].dst, ps->pieces[i].w->ptype = ps->pieces[i].pt;
+    atomic_store_explicit(&m->packed_ready, 1, memory_order_release);
+    for (int i = 0; i < ps->nm; i++) release_pages(ps->mats[i]->data, (size_t)ps->mats[i]->rows * ps->mats[i]->row_bytes);
     return NULL;
 }
 
@@ -600,68 +624,75 @@ static void own_copy(laya_model *m, const float **v, int64_t n) {
     *v = c;
 }
 
-/* Copies every Q8_0/Q4_0 matrix of the layers and the output layer into the kernels' P16 order, in one
- * anonymous map with transparent huge pages asked for (a 0.5B step streams 300-550 MB), on the model's
- * threads; then releases the file's pages of those matrices. The token embedding keeps its rows in the
- * file (when the output layer is tied to it, only the output layer's copy is packed, and the lookups
- * map the rows they read back in). Best effort: without the memory the model computes from the file,
- * with the same results. */
+/* Matrix i of a step: layer i / 7's q, k, v, o, gate, up, down, and the output layer last (i == 7 * n_layer). */
+static lm_mat *step_mat(laya_model *m, int i) {
+    if (i == 7 * m->hp.n_layer) return &m->output;
+    lm_layer *L = &m->layers[i / 7];
+    lm_mat *l7[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+    return l7[i % 7];
+}
+
+static void pack_free(struct pack_state *ps) {
+    if (!ps) return;
+    laya_free(ps->pieces);
+    laya_free(ps->mats);
+    laya_free(ps);
+}
+
+/* Starts copying every Q8_0/Q4_0 matrix of the layers and the output layer into the kernels' P16 order,
+ * on a thread of its own, into one anonymous map with transparent huge pages asked for (a 0.5B step
+ * streams 300-550 MB); load does not wait for it (laya_model_wait_ready does). The token embedding keeps
+ * its rows in the file (when the output layer is tied to it, only the output layer's copy is packed, and
+ * the lookups read the packed copy once it is there). Best effort: without the memory or a thread the
+ * model computes from the file, with the same results. */
 static void pack_weights(laya_model *m) {
+    /* The vectors (norms, biases) between the matrices are views of the file too; reading one maps the
+     * whole page-cache folio around it, megabytes of matrix pages on large-folio file systems, so they
+     * become copies before the matrices' pages go. */
     const int nl = m->hp.n_layer, nm = 7 * nl + 1;
+    const int64_t d = m->hp.n_embd, qd = (int64_t)m->hp.n_head * m->hp.head_dim;
+    const int64_t kvd = (int64_t)m->hp.n_head_kv * m->hp.head_dim, hd = m->hp.head_dim;
+    struct pack_state *ps = laya_calloc(1, sizeof *ps);
     lm_mat **mats = laya_malloc((size_t)nm * sizeof *mats);
-    if (!mats) return;
-    for (int il = 0; il < nl; il++) {
-        lm_layer *L = &m->layers[il];
-        lm_mat *l7[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
-        memcpy(mats + 7 * il, l7, sizeof l7);
+    if (!ps || !mats || pthread_mutex_init(&m->pack_mu, NULL) != 0) {
+        laya_free(ps), laya_free(mats);
+        return;
     }
-    mats[nm - 1] = &m->output;
+    m->pack_mu_ok = 1;
+    ps->m = m;
+    ps->mats = mats;
     size_t total = 0;
     int npieces = 0;
     for (int i = 0; i < nm; i++) {
-        const lm_mat *w = mats[i];
+        lm_mat *w = step_mat(m, i);
         uint32_t pt = w->mlx_bits ? 0 : kn_p16_type(w->type);
         size_t b = pt ? kn_pack_bytes(pt, w->rows, w->cols) : 0;
         if (!b || total > SIZE_MAX - b) continue;
+        mats[ps->nm++] = w;
         total += b;
         int64_t pp = LAYA_MAX(1, (int64_t)((1u << 20) / kn_pack_panel_bytes(pt, w->cols))); /* ~1 MB a piece */
         npieces += (int)(((w->rows + 15) / 16 + pp - 1) / pp);
     }
-    pack_piece *pieces = total ? laya_malloc((size_t)npieces * sizeof *pieces) : NULL;
-    void *map = pieces ? mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : MAP_FAILED;
+    ps->pieces = total ? laya_malloc((size_t)npieces * sizeof *ps->pieces) : NULL;
+    void *map = ps->pieces ? mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : MAP_FAILED;
     if (map == MAP_FAILED) {
-        laya_free(pieces);
-        laya_free(mats);
+        pack_free(ps);
         return;
     }
 #ifdef MADV_HUGEPAGE
     madvise(map, total, MADV_HUGEPAGE);
 #endif
+    m->packed = map;
+    m->packed_bytes = total;
     size_t off = 0;
-    int np = 0;
-    for (int i = 0; i < nm; i++) {
-        const lm_mat *w = mats[i];
-        uint32_t pt = w->mlx_bits ? 0 : kn_p16_type(w->type);
-        size_t b = pt ? kn_pack_bytes(pt, w->rows, w->cols) : 0;
-        if (!b) continue;
+    for (int i = 0; i < ps->nm; i++) {
+        lm_mat *w = mats[i];
+        uint32_t pt = kn_p16_type(w->type);
         int64_t pp = LAYA_MAX(1, (int64_t)((1u << 20) / kn_pack_panel_bytes(pt, w->cols))), panels = (w->rows + 15) / 16;
         for (int64_t p0 = 0; p0 < panels; p0 += pp)
-            pieces[np++] = (pack_piece){w, pt, p0, LAYA_MIN(panels, p0 + pp), (char *)map + off};
-        off += b;
+            ps->pieces[ps->n++] = (pack_piece){w, pt, p0, LAYA_MIN(panels, p0 + pp), (char *)map + off};
+        off += kn_pack_bytes(pt, w->rows, w->cols);
     }
-    pack_job job = {.pieces = pieces, .n = np};
-    atomic_init(&job.next, 0);
-    pthread_t th[7];
-    int nt = 0;
-    for (int t = 1; t < LAYA_MIN(m->n_threads, 8) && t * 8 < np; t++)
-        if (pthread_create(&th[nt], NULL, pack_thread, &job) == 0) nt++;
-    pack_thread(&job);
-    for (int t = 0; t < nt; t++) pthread_join(th[t], NULL);
-    /* The vectors (norms, biases) between the matrices are views of the file too; reading one maps the
-     * whole page-cache folio around it, megabytes of matrix pages on large-folio file systems, so they
-     * become copies before the matrices' pages go. */
-    const int64_t d = m->hp.n_embd, qd = (int64_t)m->hp.n_head * m->hp.head_dim;
-    const int64_t kvd = (int64_t)m->hp.n_head_kv * m->hp.head_dim, hd = m->hp.head_dim;
     own_copy(m, &m->output_norm, d);
     own_copy(m, &m->rope_freqs, hd / 2);
     for (int il = 0; il < nl; il++) {
@@ -670,23 +701,19 @@ static void pack_weights(laya_model *m) {
         own_copy(m, &L->bq, qd), own_copy(m, &L->bk, kvd), own_copy(m, &L->bv, kvd);
         own_copy(m, &L->q_norm, hd), own_copy(m, &L->k_norm, hd);
     }
-    off = 0;
-    for (int i = 0; i < nm; i++) {
-        lm_mat *w = mats[i];
-        uint32_t pt = w->mlx_bits ? 0 : kn_p16_type(w->type);
-        size_t b = pt ? kn_pack_bytes(pt, w->rows, w->cols) : 0;
-        if (!b) continue;
-        w->pdata = (char *)map + off;
-        w->ptype = pt;
-        off += b;
-        /* again as a whole: a piece's read may have mapped in a large page-cache folio reaching into
-         * pieces released before it */
-        release_pages(w->data, (size_t)w->rows * w->row_bytes);
-    }
-    m->packed = map;
-    m->packed_bytes = total;
-    laya_free(pieces);
-    laya_free(mats);
+    atomic_init(&ps->next, 0);
+    m->pk = ps;
+    if (pthread_create(&m->pack_th, NULL, pack_main, ps) == 0) m->pack_th_ok = 1;
+    else pack_main(ps); /* no thread: the copy is made now */
+}
+
+void laya_model_wait_ready(laya_model *m) {
+    if (!m || !m->pack_mu_ok) return;
+    pthread_mutex_lock(&m->pack_mu);
+    if (m->pack_th_ok) pthread_join(m->pack_th, NULL), m->pack_th_ok = 0;
+    pack_free(m->pk);
+    m->pk = NULL;
+    pthread_mutex_unlock(&m->pack_mu);
 }
 
 laya_status laya_model_load(const char *path, laya_model_params params, laya_model **out, char *err,
@@ -739,6 +766,9 @@ fail:
 
 void laya_model_free(laya_model *m) {
     if (!m) return;
+    atomic_store(&m->pack_cancel, 1);
+    laya_model_wait_ready(m);
+    if (m->pack_mu_ok) pthread_mutex_destroy(&m->pack_mu);
     if (m->packed) munmap(m->packed, m->packed_bytes);
     for (int i = 0; i < m->n_owned; i++) laya_free(m->owned[i]);
     laya_free(m->layers);

@@ -4,6 +4,7 @@
 #define LAYA_MODEL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "common.h"
 #include "gguf.h"
@@ -73,8 +74,18 @@ struct laya_model {
     char *names_blob;         /* NUL-terminated copies of GGUF tensor names, for tinfo */
     void *owned[LM_MAX_OWNED]; /* vectors converted to F32, realigned MLX words, at load */
     int n_owned;
-    void *packed;             /* one anonymous map for every packed matrix (lm_mat.pdata), or NULL */
+    /* Packed weights (kernels.h P16), made by a thread that load starts (model.c): one anonymous map for
+     * every packed matrix, or NULL. Forward passes read lm_mat.pdata only after seeing packed_ready 1
+     * (set with release once every pdata is); until then they use the file's layout, with the same
+     * results. */
+    void *packed;
     size_t packed_bytes;
+    atomic_int packed_ready, pack_cancel;
+    struct pack_state *pk;    /* the thread's work list, freed when it is joined */
+    pthread_t pack_th;
+    int pack_th_ok;           /* a thread to join (under pack_mu) */
+    pthread_mutex_t pack_mu;
+    int pack_mu_ok;
     char err[LAYA_ERR_MSG_MAX];
     /* Built once for all the model's sessions, by the first that needs them (session.c), under shared_mu:
      * the known words of typo decisions (its word list and whole-word tokens; a session adds its user's

@@ -154,6 +154,8 @@ static void check_packed_same(laya_model *m) {
     CHECK(st == LAYA_OK, "load with pack_weights -1: %s", err);
     if (st) return;
     CHECK(!f->output.pdata && !f->layers[0].wq.pdata, "pack_weights -1 packs nothing");
+    laya_model_wait_ready(m); /* the copy is made by a thread after load; decodes before it use the file */
+    laya_model_wait_ready(m); /* twice is fine */
     int packed = m->output.pdata != NULL;
     CHECK(packed == (m->kn->packs != 0) && (m->layers[0].w_down.pdata != NULL) == packed,
           "the %s table %s the matrices", m->kn->name, packed ? "packed" : "did not pack");

@@ -1096,6 +1096,9 @@ static void avx512_matmul_mlx(int bits, int group, const uint32_t *W, const void
  * from block 0 the running sum gets even + odd. So a P16 matrix gives the bits of its source matrix. */
 #define P16_B 8                   /* activation rows per tile: even and odd chains, 16 vectors */
 #define P16_CHUNK (256 * 1024)    /* panel bytes per pass when B > P16_B, reread from L2 by each tile */
+#ifndef P16_PF
+#define P16_PF PREFETCH           /* bytes ahead in the panel's quants (the scales: as many blocks ahead) */
+#endif
 
 INLINE void p16_tile(int q4, int nb, const uint8_t *P, int64_t nbk, const uint8_t *act, size_t arb, __m512 *run) {
     const size_t qbytes = q4 ? 256 : 512;
@@ -1119,8 +1122,8 @@ INLINE void p16_tile(int q4, int nb, const uint8_t *P, int64_t nbk, const uint8_
         for (int64_t i = c0; i < c1; i++) {
             const uint8_t *v = P + (size_t)i * qbytes;
 #pragma GCC unroll 8
-            for (size_t q = 0; q < qbytes; q += 64) _mm_prefetch((const char *)v + PREFETCH + q, _MM_HINT_T0);
-            if (!(i & 1)) _mm_prefetch((const char *)S + (size_t)i * 32 + PREFETCH / 8, _MM_HINT_T0);
+            for (size_t q = 0; q < qbytes; q += 64) _mm_prefetch((const char *)v + P16_PF + q, _MM_HINT_T0);
+            if (!(i & 1)) _mm_prefetch((const char *)S + (size_t)i * 32 + P16_PF * 32 / qbytes, _MM_HINT_T0);
             __m512i w[8];
             if (q4) {
 #pragma GCC unroll 4
