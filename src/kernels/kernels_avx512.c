@@ -1100,6 +1100,41 @@ static void avx512_matmul_mlx(int bits, int group, const uint32_t *W, const void
 #define P16_PF PREFETCH           /* bytes ahead in the panel's quants (the scales: as many blocks ahead) */
 #endif
 
+/* Block i of the panel into chain[b] for the nb activation rows. */
+INLINE void p16_block(int q4, int nb, const uint8_t *P, const uint8_t *S, int64_t i, const uint8_t *const *qa,
+                      const float *const *da, const int32_t *const *ca, __m512 *chain) {
+    const size_t qbytes = q4 ? 256 : 512;
+    const uint8_t *v = P + (size_t)i * qbytes;
+#pragma GCC unroll 8
+    for (size_t q = 0; q < qbytes; q += 64) _mm_prefetch((const char *)v + P16_PF + q, _MM_HINT_T0);
+    if (!(i & 1)) _mm_prefetch((const char *)S + (size_t)i * 32 + P16_PF * 32 / qbytes, _MM_HINT_T0);
+    __m512i w[8];
+    if (q4) {
+        const __m512i m4 = _mm512_set1_epi8(15);
+#pragma GCC unroll 4
+        for (int t = 0; t < 4; t++) {
+            __m512i x = _mm512_load_si512((const void *)(v + 64 * t));
+            w[t] = _mm512_and_si512(x, m4);
+            w[4 + t] = _mm512_and_si512(_mm512_srli_epi16(x, 4), m4);
+        }
+    } else {
+#pragma GCC unroll 8
+        for (int t = 0; t < 8; t++) w[t] = _mm512_load_si512((const void *)(v + 64 * t));
+    }
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(S + (size_t)i * 32)));
+#pragma GCC unroll 8
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *qs = qa[b] + (size_t)i * 32;
+        /* two chains of four: vpdpbusd's latency would otherwise bound the loop; w[4..7] are elements
+         * 16 + 4t.. (Q4_0's high nibbles, Q8_0's second half) */
+        __m512i s2[2] = {_mm512_set1_epi32(ca[b][i]), _mm512_setzero_si512()};
+#pragma GCC unroll 8
+        for (int t = 0; t < 8; t++) s2[t & 1] = dpbusd_bcast(s2[t & 1], w[t], qs + 4 * t);
+        __m512i sum = _mm512_add_epi32(s2[0], s2[1]);
+        chain[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, _mm512_set1_ps(da[b][i])), chain[b]);
+    }
+}
+
 INLINE void p16_tile(int q4, int nb, const uint8_t *P, int64_t nbk, const uint8_t *act, size_t arb, __m512 *run) {
     const size_t qbytes = q4 ? 256 : 512;
     const uint8_t *S = P + (size_t)nbk * qbytes;
@@ -1113,43 +1148,18 @@ INLINE void p16_tile(int q4, int nb, const uint8_t *P, int64_t nbk, const uint8_
         ca[b] = (const int32_t *)(da[b] + nbk) + (q4 ? 0 : nbk);
         run[b] = _mm512_setzero_ps();
     }
-    const __m512i m4 = _mm512_set1_epi8(15);
     for (int64_t c0 = 0; c0 < nbk; c0 += PKB) {
         const int64_t c1 = LAYA_MIN(nbk, c0 + PKB);
         __m512 ev[P16_B], od[P16_B];
 #pragma GCC unroll 8
         for (int b = 0; b < nb; b++) ev[b] = _mm512_setzero_ps(), od[b] = _mm512_setzero_ps();
-        for (int64_t i = c0; i < c1; i++) {
-            const uint8_t *v = P + (size_t)i * qbytes;
-#pragma GCC unroll 8
-            for (size_t q = 0; q < qbytes; q += 64) _mm_prefetch((const char *)v + P16_PF + q, _MM_HINT_T0);
-            if (!(i & 1)) _mm_prefetch((const char *)S + (size_t)i * 32 + P16_PF * 32 / qbytes, _MM_HINT_T0);
-            __m512i w[8];
-            if (q4) {
-#pragma GCC unroll 4
-                for (int t = 0; t < 4; t++) {
-                    __m512i x = _mm512_load_si512((const void *)(v + 64 * t));
-                    w[t] = _mm512_and_si512(x, m4);
-                    w[4 + t] = _mm512_and_si512(_mm512_srli_epi16(x, 4), m4);
-                }
-            } else {
-#pragma GCC unroll 8
-                for (int t = 0; t < 8; t++) w[t] = _mm512_load_si512((const void *)(v + 64 * t));
-            }
-            const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(S + (size_t)i * 32)));
-            __m512 *chain = (i & 1) ? od : ev;
-#pragma GCC unroll 8
-            for (int b = 0; b < nb; b++) {
-                const uint8_t *qs = qa[b] + (size_t)i * 32;
-                /* two chains of four: vpdpbusd's latency would otherwise bound the loop; Q4_0's high
-                 * nibbles (w[4..7]) are elements 16 + 4t.., Q8_0's w[4..7] elements 16 + 4t.. too */
-                __m512i s2[2] = {_mm512_set1_epi32(ca[b][i]), _mm512_setzero_si512()};
-#pragma GCC unroll 8
-                for (int t = 0; t < 8; t++) s2[t & 1] = dpbusd_bcast(s2[t & 1], w[t], qs + 4 * t);
-                __m512i sum = _mm512_add_epi32(s2[0], s2[1]);
-                chain[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, _mm512_set1_ps(da[b][i])), chain[b]);
-            }
+        /* blocks in pairs, the even one's products to ev and the odd one's to od (c0 is even) */
+        int64_t i = c0;
+        for (; i + 1 < c1; i += 2) {
+            p16_block(q4, nb, P, S, i, qa, da, ca, ev);
+            p16_block(q4, nb, P, S, i + 1, qa, da, ca, od);
         }
+        if (i < c1) p16_block(q4, nb, P, S, i, qa, da, ca, ev);
 #pragma GCC unroll 8
         for (int b = 0; b < nb; b++) run[b] = _mm512_add_ps(run[b], _mm512_add_ps(ev[b], od[b]));
     }
