@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_hooks.h"
 #include "check.h"
 #include "laya.h"
 #include "model.h" /* the kernel table of a loaded model, swapped to run every one this CPU has */
@@ -195,6 +196,90 @@ static void check_packed_same(laya_model *m) {
     laya_model_free(f);
 }
 
+/* Decodes made while the packing thread runs (they use the file) give the bits of decodes after it, and a
+ * model freed while it runs stops it (no leak, no use after free: make asan, and ThreadSanitizer). */
+static void check_pack_race(void) {
+    laya_model_params mp = laya_model_default_params();
+    mp.n_threads = 2;
+    char err[LAYA_ERR_MSG_MAX] = "";
+    for (int i = 0; i < 3; i++) { /* freed at once, and after one decode */
+        laya_model *m = NULL;
+        laya_status st = laya_model_load(MODEL, mp, &m, err, sizeof err);
+        CHECK(st == LAYA_OK, "load: %s", err);
+        if (i == 2 && m) {
+            laya_context *c = NULL;
+            laya_context_params cp = laya_context_default_params();
+            cp.max_kv_size = 16;
+            if (laya_context_create(m, cp, &c, err, sizeof err) == LAYA_OK) {
+                laya_token t = 4;
+                int32_t sq = 0;
+                CHECK(laya_decode(c, (laya_batch){1, &t, &sq, NULL}) == LAYA_OK, "decode during packing");
+            }
+            laya_context_free(c);
+        }
+        laya_model_free(m);
+    }
+    laya_model *m = NULL;
+    if (laya_model_load(MODEL, mp, &m, err, sizeof err) != LAYA_OK) return;
+    laya_context_params cp = laya_context_default_params();
+    cp.max_kv_size = 64, cp.max_batch = 16, cp.max_logits = 1;
+    laya_context *c = NULL;
+    static const laya_token ids[] = {0, 5, 547, 4509, 2850, 1121, 82, 27, 1060, 3576, 14440, 376, 534, 213};
+    const int n = sizeof ids / sizeof *ids, V = laya_n_vocab(m);
+    float *lg[2] = {malloc((size_t)V * sizeof(float)), malloc((size_t)V * sizeof(float))};
+    int early = 0;
+    if (laya_context_create(m, cp, &c, err, sizeof err) == LAYA_OK && lg[0] && lg[1]) {
+        for (int k = 0; k < 2; k++) {
+            if (k == 1) laya_model_wait_ready(m);
+            else early = !atomic_load(&m->packed_ready);
+            laya_seq_truncate(c, 0, 0);
+            int32_t seq[16] = {0};
+            laya_status st = laya_decode(c, (laya_batch){n, ids, seq, NULL});
+            CHECK(st == LAYA_OK, "decode: %s", laya_context_error(c));
+            if (st == LAYA_OK) memcpy(lg[k], laya_get_logits(c, n - 1), (size_t)V * sizeof(float));
+        }
+        CHECK(!memcmp(lg[0], lg[1], (size_t)V * sizeof(float)), "logits during packing differ from after it");
+    }
+    printf("test_model: a decode %s the packing thread gives its bits after it\n", early ? "started during" : "(after)");
+    free(lg[0]), free(lg[1]);
+    laya_context_free(c);
+    laya_model_free(m);
+}
+
+/* Out of memory at each of the last allocations of a load (the packing's work list and the copies of the
+ * norms among them): the load fails with NOMEM or succeeds, packed or not, and the model frees everything. */
+static void check_pack_oom(void) {
+    laya_model_params mp = laya_model_default_params();
+    mp.n_threads = 2;
+    char err[LAYA_ERR_MSG_MAX] = "";
+    laya_model *m = NULL;
+    ta_install(0);
+    laya_status st = laya_model_load(MODEL, mp, &m, err, sizeof err);
+    long total = ta_count;
+    laya_model_free(m);
+    laya_set_alloc_hooks(NULL);
+    CHECK(st == LAYA_OK, "load under counting hooks: %s", err);
+    int bad = 0, packed = 0, unpacked = 0;
+    const long k0 = LAYA_MAX(1, total - 80);
+    for (long k = k0; k <= total; k++) {
+        ta_install(k);
+        m = NULL;
+        st = laya_model_load(MODEL, mp, &m, err, sizeof err);
+        if (m) {
+            laya_model_wait_ready(m);
+            if (m->output.pdata) packed++;
+            else unpacked++;
+        }
+        laya_model_free(m);
+        long live = ta_live;
+        laya_set_alloc_hooks(NULL);
+        if (live != 0 || (st != LAYA_OK && st != LAYA_ERR_NOMEM) || (st == LAYA_OK) != (m != NULL)) bad++;
+    }
+    CHECK(bad == 0, "load with allocation failures: %d bad of %ld", bad, total - k0 + 1);
+    printf("test_model: OOM at each of the last %ld of %ld allocations of a load: %d loaded packed, %d unpacked, no leak\n",
+           total - k0 + 1, total, packed, unpacked);
+}
+
 int main(void) {
     laya_model *m = NULL;
     char err[LAYA_ERR_MSG_MAX] = "";
@@ -218,6 +303,8 @@ int main(void) {
     check_roundtrip(m);
     check_batch_vs_steps(m);
     check_packed_same(m);
+    check_pack_race();
+    check_pack_oom();
 
     laya_context_params cp = laya_context_default_params();
     cp.max_kv_size = 64;
