@@ -62,7 +62,8 @@ LAYA_API laya_model_params laya_model_default_params(void);
 /* Load a GGUF file, or a Hugging Face model directory (config.json, tokenizer.json [+ tokenizer_config.json],
  * model.safetensors or a sharded set with model.safetensors.index.json; F32/F16/BF16 weights, or MLX
  * affine-quantized 4/8-bit weights as described by config.json's "quantization"), memory-mapped in place
- * with no conversion. Architectures llama, qwen2, qwen3. On failure *out is NULL, and err (if not NULL, errlen > 0) holds a message. */
+ * with no conversion (but for the packed copy of pack_weights, made after load). Architectures llama,
+ * qwen2, qwen3. On failure *out is NULL, and err (if not NULL, errlen > 0) holds a message. */
 LAYA_API laya_status laya_model_load(const char *path, laya_model_params params, laya_model **out,
                                      char *err, size_t errlen);
 LAYA_API void laya_model_free(laya_model *m);

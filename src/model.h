@@ -1,4 +1,4 @@
-/* model.h — the loaded model (hyperparameters and weight views into the GGUF map) and the context
+/* model.h — the loaded model (hyperparameters, weight views into the file's map and their packed copies) and the context
  * (KV caches and scratch), shared by model.c (loading) and forward.c (the forward pass). Internal. */
 #ifndef LAYA_MODEL_H
 #define LAYA_MODEL_H
