@@ -88,6 +88,7 @@ typedef struct laya_model_info {
     uint64_t n_params;
     uint64_t weight_bytes;  /* bytes of tensor data mapped */
     uint64_t file_bytes;
+    uint64_t packed_bytes;  /* private memory of the packed copy (laya_model_params.pack_weights), 0 if none */
 } laya_model_info;
 
 LAYA_API void laya_model_get_info(const laya_model *m, laya_model_info *out);

@@ -819,6 +819,7 @@ void laya_model_get_info(const laya_model *m, laya_model_info *o) {
         o->weight_bytes += m->tinfo[i].size;
     }
     o->file_bytes = m->gf ? gguf_file_size(m->gf) : m->st ? st_mapped_bytes(m->st) : 0;
+    o->packed_bytes = m->packed_bytes;
 }
 
 laya_status laya_model_tensor(const laya_model *m, int32_t i, const char **name, const char **type, int64_t ne[4],

@@ -15,7 +15,7 @@
     "  {\"path\",\"name\",\"arch\",\"shape\":{n_vocab,n_embd,n_layer,n_head,n_head_kv,head_dim,n_ff,\n"  \
     "   n_ctx_train,rope_theta,norm_eps,rope_neox,tied_output,has_qkv_bias,has_qk_norm},\"n_params\",\n"  \
     "   \"n_tensors\",\"tensor_types\":{TYPE:count},\"tokenizer\":{model,pre,n_vocab,bos,eos,add_bos},\n" \
-    "   \"memory\":{file_bytes,weight_bytes,kv_bytes_per_pos},\"cpu_backend\"}\n"                         \
+    "   \"memory\":{file_bytes,weight_bytes,packed_bytes,kv_bytes_per_pos},\"cpu_backend\"}\n"                         \
     "kv_bytes_per_pos counts keys and values of every layer for one position in an F32 cache.\n"
 
 #define HELP_TOKENIZE                                                                                    \
@@ -142,8 +142,9 @@ int cmd_info(int argc, char **argv) {
         json_buf_str(&b, mi.tok_pre ? mi.tok_pre : "", mi.tok_pre ? strlen(mi.tok_pre) : 0);
         json_buf_printf(&b, ",\"n_vocab\":%d,\"bos\":%d,\"eos\":%d,\"add_bos\":%s}", nv_tok, mi.bos, mi.eos,
                         mi.add_bos ? "true" : "false");
-        json_buf_printf(&b, ",\"memory\":{\"file_bytes\":%llu,\"weight_bytes\":%llu,\"kv_bytes_per_pos\":%llu}",
+        json_buf_printf(&b, ",\"memory\":{\"file_bytes\":%llu,\"weight_bytes\":%llu,\"packed_bytes\":%llu,\"kv_bytes_per_pos\":%llu}",
                         (unsigned long long)mi.file_bytes, (unsigned long long)mi.weight_bytes,
+                        (unsigned long long)mi.packed_bytes,
                         (unsigned long long)kv_per_pos);
         json_buf_cstr(&b, ",\"cpu_backend\":");
         json_buf_str(&b, backend, strlen(backend));
@@ -169,6 +170,9 @@ int cmd_info(int argc, char **argv) {
         json_buf_printf(&b, "memory:     file %.1f MiB, weights %.1f MiB, KV %.1f KiB per position (F32)\n",
                         (double)mi.file_bytes / 1048576.0, (double)mi.weight_bytes / 1048576.0,
                         (double)kv_per_pos / 1024.0);
+        if (mi.packed_bytes)
+            json_buf_printf(&b, "packed:     %.1f MiB of Q8_0/Q4_0 matrices copied into the kernels' order (LAYA_PACK=0: none)\n",
+                            (double)mi.packed_bytes / 1048576.0);
         json_buf_printf(&b, "cpu:        %s\n", backend);
     }
     rc = emit(&b);
