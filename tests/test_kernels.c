@@ -640,6 +640,40 @@ static void test_exp_sum(void) {
     free(x), free(y0), free(y1);
 }
 
+/* silu_mul: every table within 2e-6 relative of the reference (plus a tiny absolute slack for the values
+ * near 0 that silu(g) * u takes), over the FFN's range and its extremes (g = +-100, +-88.5, 0, -0); an
+ * element's bits do not depend on where a call starts or how long it is (tails included); nothing past n
+ * is written. */
+static void test_silu(void) {
+    enum { N = 1003 };
+    float g[N], u[N], y0[N + 16], y1[N + 16], y2[N + 16];
+    for (int i = 0; i < N; i++) g[i] = frnd() * 24, u[i] = frnd() * 4;
+    g[0] = 100, g[1] = -100, g[2] = 88.5f, g[3] = -88.5f, g[4] = 0, g[5] = -0.0f, g[6] = 1e-30f, g[7] = -20;
+    for (int t = 0; t < g_ntables; t++) {
+        const kn_ops *k = g_tables[t];
+        memcpy(y0, g, sizeof g), memcpy(y1, g, sizeof g);
+        for (int i = N; i < N + 16; i++) y1[i] = SENTINEL;
+        kn_ref_ops.silu_mul(y0, u, N);
+        k->silu_mul(y1, u, N);
+        int bad = 0;
+        for (int i = 0; i < N; i++) bad += !(fabsf(y1[i] - y0[i]) <= 2e-6f * fabsf(y0[i]) + 1e-30f);
+        for (int i = N; i < N + 16; i++) bad += y1[i] != SENTINEL;
+        CHECK(bad == 0, "%s silu_mul: %d of %d differ from the reference", k->name, bad, N);
+        /* the same elements through calls that start elsewhere and end in tails */
+        memcpy(y2, g, sizeof g);
+        for (int a = 0; a < N;) {
+            int n = 1 + (a * 7) % 37;
+            n = LAYA_MIN(n, N - a);
+            k->silu_mul(y2 + a, u + a, n);
+            a += n;
+        }
+        CHECK(!memcmp(y1, y2, sizeof g), "%s silu_mul: an element's bits depend on the call", k->name);
+    }
+    float r[2] = {-100, 2}, ur[2] = {1, 3};
+    kn_ref_ops.silu_mul(r, ur, 2);
+    CHECK(r[0] == 0 && fabsf(r[1] - 2 / (1 + expf(-2)) * 3) < 1e-6f, "reference silu_mul: %g %g", r[0], r[1]);
+}
+
 /* attn_v: every table's weighted sums of value rows equal the reference's (relative to the sum of |terms|)
  * for head counts and widths around the tile sizes; rows past nh and columns past d are not written. */
 static void test_attn_v(void) {
@@ -789,6 +823,7 @@ int main(void) {
     test_dispatch();
     test_f32_ops();
     test_exp_sum();
+    test_silu();
     test_attn_v();
     test_attn_qk();
     test_nan_act();

@@ -1,5 +1,6 @@
 /* kernels.c — picks a kernel table at run time: CPU feature detection (cpuid + xgetbv on x86, getauxval
- * on aarch64), the LAYA_KERNELS override, and the activation-format sizes. No kernels live here.
+ * on aarch64), the LAYA_KERNELS override, the activation-format sizes, and the P16 layout's packing and
+ * row reading (load-time and per-token work, plain C). No kernels live here.
  * Built with -DLAYA_NO_SIMD (the fuzz targets), only the scalar table exists. */
 #include "kernels.h"
 

@@ -102,7 +102,7 @@ typedef struct kn_ops {
                     int64_t d, float scale, float *s, size_t s_stride, float *mx);
     /* The FFN's activation: g[i] = silu(g[i]) * u[i] = g[i] / (1 + exp(-g[i])) * u[i] for i < n. An
      * element's value does not depend on n or on its place (the tails go through the same arithmetic);
-     * the fast versions use exp_sum's polynomial. */
+     * the AVX-512 table uses its exp_sum polynomial, the others kn_ref_silu_mul. */
     void (*silu_mul)(float *g, const float *u, int64_t n);
     /* 1: matmul takes the P16 types (kn_pack) and is faster with them than with their source; they
      * are then what the model loader gives it. The scalar table's matmul also takes them (the reference
