@@ -1084,7 +1084,7 @@ static void avx512_matmul_mlx(int bits, int group, const uint32_t *W, const void
 
 /* The P16 layout (kernels.h) is the rows-in-lanes order of mm_q8_rows stored once at load: a panel of 16
  * rows is one sequential region, block after block, and 32-bit lane r of each vector is row r. Per block
- * the weights cost four (Q4_0: plus eight nibble masks and shifts) or eight aligned loads and one scale
+ * the weights cost four (Q4_0: plus the nibble split, 12 operations) or eight aligned loads and one scale
  * convert, shared by the activation rows; per block and activation row, eight vpdpbusd (each with four
  * activation bytes broadcast from memory), one integer add, one convert, one multiply and one fma serve
  * the panel's 16 rows. The activations come in the q8 split format, whose widened scales and offset
@@ -1153,7 +1153,9 @@ INLINE void p16_tile(int q4, int nb, const uint8_t *P, int64_t nbk, const uint8_
         __m512 ev[P16_B], od[P16_B];
 #pragma GCC unroll 8
         for (int b = 0; b < nb; b++) ev[b] = _mm512_setzero_ps(), od[b] = _mm512_setzero_ps();
-        /* blocks in pairs, the even one's products to ev and the odd one's to od (c0 is even) */
+        /* blocks in pairs, the even one's products to ev and the odd one's to od (c0 is even): each call
+         * names its chains at compile time, so they stay in registers (a chain pointer chosen per block
+         * kept them in memory: B = 4 0.119 against 0.106 ms on 16384 x 512 Q4_0) */
         int64_t i = c0;
         for (; i + 1 < c1; i += 2) {
             p16_block(q4, nb, P, S, i, qa, da, ca, ev);
