@@ -52,8 +52,6 @@ void kn_p16_row(uint32_t ptype, const void *P, int64_t K, int64_t r, float *y);
 /* s[h * s_stride + p] *= scale for h < nh, p < npos, and mx[h] = the maximum of head h's (scalar; for the
  * tables whose attn_qk computes raw scores and then calls this). */
 void kn_scale_max(float *s, size_t s_stride, int nh, int64_t npos, float scale, float *mx);
-/* The scalar table's silu_mul (below), which the tables without a fast one use too. */
-void kn_ref_silu_mul(float *g, const float *u, int64_t n);
 typedef struct kn_ops {
     const char *name; /* "scalar", "avx2", "avx512", "neon" */
 
@@ -102,7 +100,7 @@ typedef struct kn_ops {
                     int64_t d, float scale, float *s, size_t s_stride, float *mx);
     /* The FFN's activation: g[i] = silu(g[i]) * u[i] = g[i] / (1 + exp(-g[i])) * u[i] for i < n. An
      * element's value does not depend on n or on its place (the tails go through the same arithmetic);
-     * the AVX-512 table uses its exp_sum polynomial, the others kn_ref_silu_mul. */
+     * the SIMD tables use their exp_sum polynomial. */
     void (*silu_mul)(float *g, const float *u, int64_t n);
     /* 1: matmul takes the P16 types (kn_pack) and is faster with them than with their source; they
      * are then what the model loader gives it. The scalar table's matmul also takes them (the reference

@@ -542,6 +542,25 @@ static float neon_exp_sum(const float *x, float shift, float *y, int64_t n) {
     return s;
 }
 
+/* As the AVX-512 table's: -g clamped to 88 (exp_neon has no overflow path); the tail through a copy, so
+ * every element takes the same arithmetic. */
+static inline float32x4_t silu_mul4(float32x4_t x, float32x4_t y) {
+    float32x4_t e = exp_neon(vminq_f32(vnegq_f32(x), vdupq_n_f32(88.0f)));
+    return vmulq_f32(vdivq_f32(x, vaddq_f32(vdupq_n_f32(1.0f), e)), y);
+}
+
+static void neon_silu_mul(float *g, const float *u, int64_t n) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(g + i, silu_mul4(vld1q_f32(g + i), vld1q_f32(u + i)));
+    if (i < n) {
+        float x[4] = {0}, y[4] = {0};
+        memcpy(x, g + i, (size_t)(n - i) * sizeof(float));
+        memcpy(y, u + i, (size_t)(n - i) * sizeof(float));
+        vst1q_f32(x, silu_mul4(vld1q_f32(x), vld1q_f32(y)));
+        memcpy(g + i, x, (size_t)(n - i) * sizeof(float));
+    }
+}
+
 /* acc[0..3] += (x0, x1, x2, x3) * a: sixteen lanes, the attention kernels' inner step */
 static inline void fma16(float32x4_t acc[4], float32x4_t x0, float32x4_t x1, float32x4_t x2, float32x4_t x3, float a) {
     acc[0] = vfmaq_n_f32(acc[0], x0, a);
@@ -615,4 +634,4 @@ static void neon_attn_qk(const float *q, size_t q_stride, int nh, const float *k
 
 const kn_ops kn_neon_ops = {"neon", neon_quantize_act, neon_matmul, neon_dot_f32, neon_axpy_f32, neon_matmul_mlx,
                             neon_exp_sum, neon_attn_v,
-                            neon_attn_qk, kn_ref_silu_mul, 0};
+                            neon_attn_qk, neon_silu_mul, 0};

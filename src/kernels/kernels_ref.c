@@ -260,7 +260,7 @@ static void ref_attn_v(const float *w, size_t w_stride, int nh, const float *v, 
     }
 }
 
-void kn_ref_silu_mul(float *g, const float *u, int64_t n) {
+static void ref_silu_mul(float *g, const float *u, int64_t n) {
     for (int64_t i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
@@ -293,4 +293,4 @@ static void ref_attn_qk(const float *q, size_t q_stride, int nh, const float *kt
 }
 
 const kn_ops kn_ref_ops = {"scalar", ref_quantize_act, ref_matmul, ref_dot_f32, ref_axpy_f32, ref_matmul_mlx,
-                           ref_exp_sum, ref_attn_v, ref_attn_qk, kn_ref_silu_mul, 0};
+                           ref_exp_sum, ref_attn_v, ref_attn_qk, ref_silu_mul, 0};
