@@ -214,8 +214,9 @@ static float *own_floats(laya_model *m, int64_t n) {
     return buf;
 }
 
-/* A 1-D vector (norm weight, bias) as floats: a view when stored as aligned F32, else converted into
- * memory the model owns. */
+/* A 1-D vector (norm weight, bias) as floats, always a copy the model owns (a few KB a layer): a view
+ * would keep the file's pages around it mapped, and reading one maps a whole page-cache folio, megabytes
+ * of matrix pages on large-folio file systems, that the packed copy (pack_weights) releases. */
 static laya_status get_vec(laya_model *m, enum role r, int layer, int64_t n, int required, const float **out,
                            char *err, size_t errlen) {
     *out = NULL;
@@ -228,10 +229,6 @@ static laya_status get_vec(laya_model *m, enum role r, int layer, int64_t n, int
     if (s.ne[0] != n || s.ne[1] != 1 || s.ne[2] != 1 || s.ne[3] != 1 || s.mlx_bits)
         return laya_err(err, errlen, LAYA_ERR_FORMAT, "tensor '%s' has %lld x %lld elements, expected a vector of %lld",
                         name, (long long)s.ne[0], (long long)s.ne[1], (long long)n);
-    if (s.type == QT_F32 && ((uintptr_t)s.data % sizeof(float)) == 0) {
-        *out = s.data;
-        return LAYA_OK;
-    }
     const qt_traits *tr = qt_get(s.type);
     if (!tr->name || !tr->supported || n % tr->block)
         return laya_err(err, errlen, LAYA_ERR_UNSUPPORTED, "tensor '%s' has type %s, unsupported for a vector", name,
@@ -612,24 +609,17 @@ static void *pack_main(void *arg) {
     return NULL;
 }
 
-/* *v (n floats, if not NULL) into memory the model owns, if it is not there already; kept as it is when
- * that memory is not there. */
-static void own_copy(laya_model *m, const float **v, int64_t n) {
-    if (!*v) return;
-    for (int i = 0; i < m->n_owned; i++)
-        if (m->owned[i] == (const void *)*v) return;
-    float *c = own_floats(m, n);
-    if (!c) return;
-    memcpy(c, *v, (size_t)n * sizeof(float));
-    *v = c;
-}
-
 /* Matrix i of a step: layer i / 7's q, k, v, o, gate, up, down, and the output layer last (i == 7 * n_layer). */
 static lm_mat *step_mat(laya_model *m, int i) {
     if (i == 7 * m->hp.n_layer) return &m->output;
     lm_layer *L = &m->layers[i / 7];
     lm_mat *l7[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
     return l7[i % 7];
+}
+
+/* Panels per piece of packing work: about 1 MB. */
+static int64_t piece_panels(uint32_t pt, int64_t K) {
+    return LAYA_MAX(1, (int64_t)((1u << 20) / kn_pack_panel_bytes(pt, K)));
 }
 
 static void pack_free(struct pack_state *ps) {
@@ -646,12 +636,7 @@ static void pack_free(struct pack_state *ps) {
  * the lookups read the packed copy once it is there). Best effort: without the memory or a thread the
  * model computes from the file, with the same results. */
 static void pack_weights(laya_model *m) {
-    /* The vectors (norms, biases) between the matrices are views of the file too; reading one maps the
-     * whole page-cache folio around it, megabytes of matrix pages on large-folio file systems, so they
-     * become copies before the matrices' pages go. */
-    const int nl = m->hp.n_layer, nm = 7 * nl + 1;
-    const int64_t d = m->hp.n_embd, qd = (int64_t)m->hp.n_head * m->hp.head_dim;
-    const int64_t kvd = (int64_t)m->hp.n_head_kv * m->hp.head_dim, hd = m->hp.head_dim;
+    const int nm = 7 * m->hp.n_layer + 1;
     struct pack_state *ps = laya_calloc(1, sizeof *ps);
     lm_mat **mats = laya_malloc((size_t)nm * sizeof *mats);
     if (!ps || !mats || pthread_mutex_init(&m->pack_mu, NULL) != 0) {
@@ -670,7 +655,7 @@ static void pack_weights(laya_model *m) {
         if (!b || total > SIZE_MAX - b) continue;
         mats[ps->nm++] = w;
         total += b;
-        int64_t pp = LAYA_MAX(1, (int64_t)((1u << 20) / kn_pack_panel_bytes(pt, w->cols))); /* ~1 MB a piece */
+        int64_t pp = piece_panels(pt, w->cols);
         npieces += (int)(((w->rows + 15) / 16 + pp - 1) / pp);
     }
     ps->pieces = total ? laya_malloc((size_t)npieces * sizeof *ps->pieces) : NULL;
@@ -688,18 +673,10 @@ static void pack_weights(laya_model *m) {
     for (int i = 0; i < ps->nm; i++) {
         lm_mat *w = mats[i];
         uint32_t pt = kn_p16_type(w->type);
-        int64_t pp = LAYA_MAX(1, (int64_t)((1u << 20) / kn_pack_panel_bytes(pt, w->cols))), panels = (w->rows + 15) / 16;
+        int64_t pp = piece_panels(pt, w->cols), panels = (w->rows + 15) / 16;
         for (int64_t p0 = 0; p0 < panels; p0 += pp)
             ps->pieces[ps->n++] = (pack_piece){w, pt, p0, LAYA_MIN(panels, p0 + pp), (char *)map + off};
         off += kn_pack_bytes(pt, w->rows, w->cols);
-    }
-    own_copy(m, &m->output_norm, d);
-    own_copy(m, &m->rope_freqs, hd / 2);
-    for (int il = 0; il < nl; il++) {
-        lm_layer *L = &m->layers[il];
-        own_copy(m, &L->attn_norm, d), own_copy(m, &L->ffn_norm, d);
-        own_copy(m, &L->bq, qd), own_copy(m, &L->bk, kvd), own_copy(m, &L->bv, kvd);
-        own_copy(m, &L->q_norm, hd), own_copy(m, &L->k_norm, hd);
     }
     atomic_init(&ps->next, 0);
     m->pk = ps;

@@ -61,18 +61,29 @@ INLINE __m512i q8_round(__m512 v, __m512 s) {
     return _mm512_max_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(v, s)), _mm512_set1_epi32(-127));
 }
 
+/* 32 activations at x to int8 at qs; returns the block's fp16 scale, and *sum (if not NULL) the sum of the
+ * stored bytes (the pack saturates above 127). */
+INLINE qt_half q8_block(const float *x, int8_t *qs, int *sum) {
+    __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
+    float d = amax16(v0, v1) / 127, id = d ? 1 / d : 0;
+    __m512 sc = _mm512_set1_ps(id);
+    __m512i q0 = q8_round(v0, sc), q1 = q8_round(v1, sc);
+    _mm_storeu_si128((__m128i *)qs, _mm512_cvtsepi32_epi8(q0));
+    _mm_storeu_si128((__m128i *)(qs + 16), _mm512_cvtsepi32_epi8(q1));
+    if (sum) {
+        const __m512i hi = _mm512_set1_epi32(127);
+        *sum = _mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_min_epi32(q0, hi), _mm512_min_epi32(q1, hi)));
+    }
+    return f32_to_fp16(d);
+}
+
 static void avx512_quantize_act(uint32_t wtype, const float *x, void *xq, int64_t K) {
     switch (wtype) {
     case QT_Q8_0:
     case QT_Q4_0:
         for (int64_t i = 0; i < K / QK8_0; i++) {
             block_q8_0 *b = (block_q8_0 *)xq + i;
-            __m512 v0 = _mm512_loadu_ps(x + 32 * i), v1 = _mm512_loadu_ps(x + 32 * i + 16);
-            float d = amax16(v0, v1) / 127, id = d ? 1 / d : 0;
-            b->d = f32_to_fp16(d);
-            __m512 s = _mm512_set1_ps(id);
-            _mm_storeu_si128((__m128i *)b->qs, _mm512_cvtsepi32_epi8(q8_round(v0, s)));
-            _mm_storeu_si128((__m128i *)(b->qs + 16), _mm512_cvtsepi32_epi8(q8_round(v1, s)));
+            b->d = q8_block(x + 32 * i, b->qs, NULL);
         }
         return;
     case KN_P16_Q4_0:
@@ -82,16 +93,8 @@ static void avx512_quantize_act(uint32_t wtype, const float *x, void *xq, int64_
         float *ds = (float *)(qs + nb * QK8_0);
         int32_t *c4 = (int32_t *)(ds + nb), *c8 = c4 + nb;
         for (int64_t i = 0; i < nb; i++) {
-            __m512 v0 = _mm512_loadu_ps(x + 32 * i), v1 = _mm512_loadu_ps(x + 32 * i + 16);
-            float d = amax16(v0, v1) / 127, id = d ? 1 / d : 0;
-            ds[i] = fp16_to_f32(f32_to_fp16(d));
-            __m512 sc = _mm512_set1_ps(id);
-            __m512i q0 = q8_round(v0, sc), q1 = q8_round(v1, sc);
-            _mm_storeu_si128((__m128i *)(qs + 32 * i), _mm512_cvtsepi32_epi8(q0));
-            _mm_storeu_si128((__m128i *)(qs + 32 * i + 16), _mm512_cvtsepi32_epi8(q1));
-            /* the sum of the stored bytes: the pack saturates above 127 */
-            const __m512i hi = _mm512_set1_epi32(127);
-            int sum = _mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_min_epi32(q0, hi), _mm512_min_epi32(q1, hi)));
+            int sum;
+            ds[i] = fp16_to_f32(q8_block(x + 32 * i, qs + 32 * i, &sum));
             c4[i] = -8 * sum, c8[i] = -128 * sum;
         }
         return;

@@ -30,6 +30,16 @@ static float amax_of(const float *x, int n) {
     return m;
 }
 
+/* 32 activations at v to int8 at qs; returns the block's fp16 scale, and *sum (if not NULL) the sum of
+ * the stored values. */
+static qt_half q8_block(const float *v, int8_t *qs, int *sum) {
+    float d = amax_of(v, QK8_0) / 127, id = d ? 1 / d : 0;
+    int s = 0;
+    for (int j = 0; j < QK8_0; j++) s += qs[j] = q8(v[j] * id);
+    if (sum) *sum = s;
+    return f32_to_fp16(d);
+}
+
 static void ref_quantize_act(uint32_t wtype, const float *x, void *xq, int64_t K) {
     switch (wtype) {
     case QT_F32:
@@ -39,10 +49,7 @@ static void ref_quantize_act(uint32_t wtype, const float *x, void *xq, int64_t K
     case QT_Q4_0:
         for (int64_t i = 0; i < K / QK8_0; i++) {
             block_q8_0 *b = (block_q8_0 *)xq + i;
-            const float *v = x + i * QK8_0;
-            float d = amax_of(v, QK8_0) / 127, id = d ? 1 / d : 0;
-            b->d = f32_to_fp16(d);
-            for (int j = 0; j < QK8_0; j++) b->qs[j] = q8(v[j] * id);
+            b->d = q8_block(x + i * QK8_0, b->qs, NULL);
         }
         return;
     case KN_P16_Q4_0:
@@ -52,11 +59,8 @@ static void ref_quantize_act(uint32_t wtype, const float *x, void *xq, int64_t K
         float *ds = (float *)(qs + nb * QK8_0);
         int32_t *c4 = (int32_t *)(ds + nb), *c8 = c4 + nb;
         for (int64_t i = 0; i < nb; i++) {
-            const float *v = x + i * QK8_0;
-            float d = amax_of(v, QK8_0) / 127, id = d ? 1 / d : 0;
-            ds[i] = fp16_to_f32(f32_to_fp16(d));
-            int sum = 0;
-            for (int j = 0; j < QK8_0; j++) sum += qs[i * QK8_0 + j] = q8(v[j] * id);
+            int sum;
+            ds[i] = fp16_to_f32(q8_block(x + i * QK8_0, qs + i * QK8_0, &sum));
             c4[i] = -8 * sum, c8[i] = -128 * sum;
         }
         return;
