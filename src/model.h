@@ -72,7 +72,7 @@ struct laya_model {
     int n_threads;
     const kn_ops *kn;
     char *names_blob;         /* NUL-terminated copies of GGUF tensor names, for tinfo */
-    void *owned[LM_MAX_OWNED]; /* vectors converted to F32, realigned MLX words, at load */
+    void *owned[LM_MAX_OWNED]; /* the vectors (norms, biases) as F32 copies, realigned MLX words */
     int n_owned;
     /* Packed weights (kernels.h P16), made by a thread that load starts (model.c): one anonymous map for
      * every packed matrix, or NULL. Forward passes read lm_mat.pdata only after seeing packed_ready 1
