@@ -15,6 +15,15 @@ struct laya_context {
     int packed;         /* the model's packed copies are used in this decode (packed_now at its start) */
     int32_t kv_dim;
     int32_t *seq_len;   /* (n_seq) positions held */
+    /* Shared positions: sequence s's positions [0, base_len[s]) are read from sequence base[s]'s storage
+     * (the blocks of kcache / vcache below), not its own; base[s] = -1 when it has none. A fork makes
+     * them (laya_seq_fork: dst shares src's positions instead of copying them), so the candidates a
+     * keystroke forks from one context read the context's keys and values from one place (attention
+     * then reads them once per KV head for all of them: att_worker). Invariants: base_len[s] is a
+     * multiple of KN_QK_SPLIT (attention splits there with the bits of one pass); a sequence whose storage
+     * others read reads no one's (one level); storage others read is not written until they have their
+     * own copy of what the write would change (before_write). */
+    int32_t *base, *base_len;
     /* Each KV head's block is contiguous (kv_cap positions). Keys are stored in blocks of 16 positions,
      * dimension-major (kn_ops.attn_qk), so attention takes 16 positions per vector with no horizontal sums
      * and reads each block as one sequential stream. */
@@ -72,6 +81,11 @@ void fw_profile_read(const laya_context *c, double ms[FP_N], int64_t *n_decodes)
     *n_decodes = c->prof_n;
 }
 
+int32_t fw_seq_shared(const laya_context *c, int32_t seq, int32_t *base) {
+    *base = c->base[seq];
+    return c->base[seq] >= 0 ? c->base_len[seq] : 0;
+}
+
 laya_context_params laya_context_default_params(void) {
     laya_context_params p = {.n_seq = 1, .max_kv_size = 512, .max_batch = 512, .max_logits = 8};
     return p;
@@ -82,7 +96,7 @@ const char *laya_context_error(const laya_context *c) { return c ? c->err : "con
 void laya_context_free(laya_context *c) {
     if (!c) return;
     lp_free(c->pool);
-    void *bufs[] = {c->seq_len, c->kcache, c->vcache, c->rope_cs, c->x, c->xn, c->q, c->k, c->v, c->att,
+    void *bufs[] = {c->seq_len, c->base, c->base_len, c->kcache, c->vcache, c->rope_cs, c->x, c->xn, c->q, c->k, c->v, c->att,
                     c->gate, c->up, c->act, c->scores, c->pos, c->logit_row, c->hid_row, c->out_idx, c->hid, c->logits};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) laya_free(bufs[i]);
     laya_free(c);
@@ -120,6 +134,8 @@ laya_status laya_context_create(const laya_model *m, laya_context_params p, laya
     laya_status st = lp_create(m->n_threads, &c->pool);
     if (st) goto oom;
     c->seq_len = laya_calloc((size_t)p.n_seq, sizeof(int32_t));
+    c->base = laya_calloc((size_t)p.n_seq, sizeof(int32_t));
+    c->base_len = laya_calloc((size_t)p.n_seq, sizeof(int32_t));
     c->kcache = alloc_f32(cache_rows, (uint64_t)c->kv_dim);
     c->vcache = alloc_f32(cache_rows, (uint64_t)c->kv_dim);
     c->rope_cs = alloc_f32((uint64_t)p.max_kv_size, (uint64_t)h->head_dim);
@@ -140,10 +156,11 @@ laya_status laya_context_create(const laya_model *m, laya_context_params p, laya
     c->out_idx = laya_calloc((size_t)p.max_logits, sizeof(int32_t));
     c->hid = alloc_f32((uint64_t)p.max_logits, (uint64_t)h->n_embd);
     c->logits = alloc_f32((uint64_t)p.max_logits, (uint64_t)h->n_vocab);
-    if (!c->seq_len || !c->kcache || !c->vcache || !c->rope_cs || !c->x || !c->xn || !c->q || !c->k || !c->v ||
+    if (!c->seq_len || !c->base || !c->base_len || !c->kcache || !c->vcache || !c->rope_cs || !c->x || !c->xn || !c->q || !c->k || !c->v ||
         !c->att || !c->gate || !c->up || !c->act || !c->scores || !c->pos || !c->logit_row || !c->hid_row ||
         !c->out_idx || !c->hid || !c->logits)
         goto oom;
+    for (int s = 0; s < p.n_seq; s++) c->base[s] = -1;
     /* RoPE table. Frequencies in float32 as transformers computes them; angles in double. */
     int half = h->head_dim / 2;
     for (int j = 0; j < half; j++) {
@@ -183,25 +200,74 @@ static size_t head_off(const laya_context *c, int layer, int seq, int head) {
     return h * c->kv_cap * c->m->hp.head_dim;
 }
 
-static void fork_range(laya_context *c, int32_t src, int32_t dst, int32_t from, int32_t n_pos) {
-    if (src != dst && n_pos > from) {
-        const int hd = c->m->hp.head_dim;
-        for (int l = 0; l < c->m->hp.n_layer; l++)
-            for (int g = 0; g < c->m->hp.n_head_kv; g++) {
-                size_t so = head_off(c, l, src, g), dof = head_off(c, l, dst, g);
-                memcpy(c->vcache + dof + (size_t)from * hd, c->vcache + so + (size_t)from * hd,
-                       (size_t)(n_pos - from) * hd * sizeof(float));
-                /* key blocks: whole blocks in one copy, the partial ones at either end dimension by dimension */
-                for (int32_t b0 = from / 16 * 16; b0 < n_pos; b0 += 16) {
-                    int32_t p0 = LAYA_MAX(from, b0), p1 = LAYA_MIN(n_pos, b0 + 16);
-                    const float *ks = c->kcache + so + (size_t)b0 * hd;
-                    float *kd = c->kcache + dof + (size_t)b0 * hd;
-                    if (p0 == b0 && p1 == b0 + 16) memcpy(kd, ks, (size_t)16 * hd * sizeof(float));
-                    else
-                        for (int j = 0; j < hd; j++)
-                            memcpy(kd + j * 16 + (p0 - b0), ks + j * 16 + (p0 - b0), (size_t)(p1 - p0) * sizeof(float));
-                }
+/* Positions [p0, p1) of sequence `from`'s storage into sequence `to`'s. */
+static void kv_copy(laya_context *c, int32_t from, int32_t to, int32_t p0, int32_t p1) {
+    if (from == to || p1 <= p0) return;
+    const int hd = c->m->hp.head_dim;
+    for (int l = 0; l < c->m->hp.n_layer; l++)
+        for (int g = 0; g < c->m->hp.n_head_kv; g++) {
+            size_t so = head_off(c, l, from, g), dof = head_off(c, l, to, g);
+            memcpy(c->vcache + dof + (size_t)p0 * hd, c->vcache + so + (size_t)p0 * hd,
+                   (size_t)(p1 - p0) * hd * sizeof(float));
+            /* key blocks: whole blocks in one copy, the partial ones at either end dimension by dimension */
+            for (int32_t b0 = p0 / 16 * 16; b0 < p1; b0 += 16) {
+                int32_t q0 = LAYA_MAX(p0, b0), q1 = LAYA_MIN(p1, b0 + 16);
+                const float *ks = c->kcache + so + (size_t)b0 * hd;
+                float *kd = c->kcache + dof + (size_t)b0 * hd;
+                if (q0 == b0 && q1 == b0 + 16) memcpy(kd, ks, (size_t)16 * hd * sizeof(float));
+                else
+                    for (int j = 0; j < hd; j++)
+                        memcpy(kd + j * 16 + (q0 - b0), ks + j * 16 + (q0 - b0), (size_t)(q1 - q0) * sizeof(float));
             }
+        }
+}
+
+/* Sequence src's positions [p0, p1), from wherever they are held, into dst's storage. */
+static void kv_copy_seq(laya_context *c, int32_t src, int32_t dst, int32_t p0, int32_t p1) {
+    int32_t split = c->base[src] >= 0 ? LAYA_MAX(p0, LAYA_MIN(p1, c->base_len[src])) : p0;
+    if (split > p0) kv_copy(c, c->base[src], dst, p0, split);
+    kv_copy(c, src, dst, split, p1);
+}
+
+/* Sequence z stops reading another's storage from position p on (its shared positions become the
+ * KN_QK_SPLIT-aligned [0, p)): the positions it holds past that are copied into its own storage. */
+static void kv_unshare(laya_context *c, int32_t z, int32_t p) {
+    if (c->base[z] < 0 || c->base_len[z] <= p) return;
+    int32_t keep = p / KN_QK_SPLIT * KN_QK_SPLIT;
+    kv_copy(c, c->base[z], z, keep, LAYA_MIN(c->base_len[z], c->seq_len[z]));
+    c->base_len[z] = keep;
+    if (!keep) c->base[z] = -1;
+}
+
+/* Before sequence x's storage is written from position p on: the sequences that read it there get their
+ * own copy, and so does x where it reads another's. */
+static void before_write(laya_context *c, int32_t x, int32_t p) {
+    for (int32_t z = 0; z < c->p.n_seq; z++)
+        if (z != x && c->base[z] == x) kv_unshare(c, z, p);
+    kv_unshare(c, x, p);
+}
+
+/* dst takes src's positions [from, n_pos) (it holds [0, from) already: laya_seq_fork_from). It shares the
+ * KN_QK_SPLIT-aligned part of them that lies in one storage, src's own or the one src reads, and copies
+ * the rest. */
+static void fork_range(laya_context *c, int32_t src, int32_t dst, int32_t from, int32_t n_pos) {
+    if (src != dst) {
+        int32_t r = c->base[src] >= 0 ? c->base[src] : src;
+        int32_t rl = c->base[src] >= 0 ? LAYA_MIN(c->base_len[src], n_pos) : n_pos;
+        int32_t a = r == dst ? 0 : rl / KN_QK_SPLIT * KN_QK_SPLIT;
+        if (a > 0) {
+            for (int32_t z = 0; z < c->p.n_seq; z++) /* one level: dst will read r's storage */
+                if (z != dst && c->base[z] == dst) kv_unshare(c, z, 0);
+            /* what dst holds in [a, from) must then be in its own storage */
+            if (c->base[dst] >= 0 && c->base_len[dst] > a && from > a)
+                kv_copy(c, c->base[dst], dst, a, LAYA_MIN(from, c->base_len[dst]));
+            c->base[dst] = r;
+            c->base_len[dst] = a;
+            kv_copy_seq(c, src, dst, LAYA_MAX(from, a), n_pos);
+        } else {
+            before_write(c, dst, from);
+            kv_copy_seq(c, src, dst, from, n_pos);
+        }
     }
     c->seq_len[dst] = n_pos;
 }
@@ -449,35 +515,51 @@ static void att_worker(void *arg, int chunk, int n_chunks, int tid) {
     int64_t t0 = tasks * chunk / n_chunks, t1 = tasks * (chunk + 1) / n_chunks;
     float *sc = c->scores + (size_t)tid * group * mkv; /* (hs, max_kv) */
     const float scale = 1.0f / sqrtf((float)hd);
+    const size_t kts = (size_t)16 * hd; /* floats per block of 16 keys */
     for (int64_t t = t0; t < t1; t++) {
-        int i = (int)(t / ((int64_t)h->n_head_kv * slices)), r = (int)(t % ((int64_t)h->n_head_kv * slices));
+        /* the batch's tokens are the fastest-moving index: a chunk's tasks share a KV head */
+        int i = (int)(t % j->n), r = (int)(t / j->n);
         int g = r / slices, h0 = g * group + (r % slices) * hs, nh = LAYA_MIN(hs, (g + 1) * group - h0);
         int s = j->seq[i], npos = c->pos[i] + 1; /* causal: positions 0..pos[i] */
         if (j->fused) qkv_head(c, j->L, j->layer, i, s, g);
+        /* positions [0, ns) in the storage of the sequence s shares them with (ns <= pos[i]: before_write),
+         * the rest in its own */
+        int ns = c->base[s] >= 0 ? c->base_len[s] : 0;
         const float *q = c->q + (size_t)i * h->n_head * hd + (size_t)h0 * hd;
         const float *kb = c->kcache + head_off(c, j->layer, s, g);
         const float *vb = c->vcache + head_off(c, j->layer, s, g);
+        const float *kb0 = ns ? c->kcache + head_off(c, j->layer, c->base[s], g) : kb;
+        const float *vb0 = ns ? c->vcache + head_off(c, j->layer, c->base[s], g) : vb;
         float *o = c->att + (size_t)i * h->n_head * hd + (size_t)h0 * hd;
-        float mx[16];
-        /* The task's keys and values are two sequential streams that are often out of cache (four sequences'
-         * caches plus the weights pass through L3 every step): asking for all their lines at once keeps many
-         * misses in flight, where the hardware prefetcher ramps up stream by stream. Typing Q4_0 at B = 4, one
-         * thread: attention 0.210 -> 0.189 ms a step. */
+        float mx[16], mx0[16];
+        /* The task's keys and values are sequential streams that are often out of cache (several
+         * sequences' caches plus the weights pass through L3 every step): asking for all their lines at
+         * once keeps many misses in flight, where the hardware prefetcher ramps up stream by stream. Typing
+         * Q4_0 at B = 4, one thread: attention 0.210 -> 0.189 ms a step. (The shared positions, when the
+         * chunk's previous task read them too, are in L1 or L2 and the prefetches cost little.) */
         {
-            size_t kbytes = (size_t)((npos + 15) / 16) * 16 * hd * sizeof(float), vbytes = (size_t)npos * hd * sizeof(float);
-            for (size_t b = 0; b < kbytes; b += 64) __builtin_prefetch((const char *)kb + b);
-            for (size_t b = 0; b < vbytes; b += 64) __builtin_prefetch((const char *)vb + b);
+            size_t kbytes = (size_t)((npos + 15) / 16) * kts * sizeof(float), vbytes = (size_t)npos * hd * sizeof(float);
+            size_t k0 = (size_t)ns * hd * sizeof(float); /* ns is a multiple of 16: the same for keys */
+            for (size_t b = 0; b < kbytes; b += 64) __builtin_prefetch((const char *)(b < k0 ? kb0 : kb) + b);
+            for (size_t b = 0; b < vbytes; b += 64) __builtin_prefetch((const char *)(b < k0 ? vb0 : vb) + b);
         }
         for (int b = 0; b < nh; b++) {
             float *sb = sc + (size_t)b * mkv;
-            /* scores (scaled) and their maximum, 16 heads per call */
-            if (b % 16 == 0)
-                kn->attn_qk(q + (size_t)b * hd, (size_t)hd, LAYA_MIN(16, nh - b), kb, (size_t)16 * hd, npos, hd, scale,
-                            sb, mkv, mx);
+            /* scores (scaled) and their maximum, 16 heads per call; the shared positions in a call of
+             * their own (the same bits as one call: KN_QK_SPLIT) */
+            if (b % 16 == 0) {
+                int hn = LAYA_MIN(16, nh - b);
+                kn->attn_qk(q + (size_t)b * hd, (size_t)hd, hn, kb + (size_t)(ns / 16) * kts, kts, npos - ns, hd, scale,
+                            sb + ns, mkv, mx);
+                if (ns) {
+                    kn->attn_qk(q + (size_t)b * hd, (size_t)hd, hn, kb0, kts, ns, hd, scale, sb, mkv, mx0);
+                    for (int u = 0; u < hn; u++) mx[u] = mx0[u] > mx[u] ? mx0[u] : mx[u];
+                }
+            }
             float inv = 1.0f / kn->exp_sum(sb, mx[b % 16], sb, npos);
             for (int p = 0; p < npos; p++) sb[p] *= inv;
         }
-        kn->attn_v(sc, mkv, nh, vb, (size_t)hd, npos, hd, o, (size_t)hd);
+        kn->attn_v(sc, mkv, nh, vb0, ns, vb, (size_t)hd, npos, hd, o, (size_t)hd);
     }
 }
 
@@ -554,6 +636,9 @@ laya_status laya_decode(laya_context *c, laya_batch bt) {
     }
     c->n_out = n_out;
     c->last_n = n;
+    /* The batch writes each sequence's storage from its first token's position on. */
+    for (int i = 0; i < n; i++)
+        if (c->pos[i] == c->seq_len[bt.seq[i]]) before_write(c, bt.seq[i], c->pos[i]);
 
     const int d = h->n_embd, hd = h->head_dim, qd = h->n_head * hd, kvd = c->kv_dim, ff = h->n_ff;
     const lm_mat *E = &m->tok_embd;
@@ -607,8 +692,12 @@ laya_status laya_decode(laya_context *c, laya_batch bt) {
             att_job aj = {.c = c, .L = L, .layer = il, .n = n, .seq = bt.seq, .heads_per_task = hs, .fused = fused && hs == group};
             int64_t tasks = kv_tasks * ((group + hs - 1) / hs);
             /* Causal attention: a prefill's last tokens cost the most, so chunks are small enough that the
-             * heaviest, claimed last, leaves little imbalance. */
-            lp_run(c->pool, att_worker, &aj, (int)LAYA_MIN(tasks, (int64_t)nt * 16));
+             * heaviest, claimed last, leaves little imbalance. A decode step's tasks are even, and one
+             * chunk per KV head (and slice) runs the batch's tokens one after another: positions they
+             * share (fork_range) come from L3 or memory for the first and from L1 or L2 for the others. */
+            int64_t groups = tasks / n, chunks = LAYA_MIN(tasks, (int64_t)nt * 16);
+            if (fused && groups >= nt) chunks = groups;
+            lp_run(c->pool, att_worker, &aj, (int)chunks);
         }
         prof_mark(c, FP_ATTN);
         matmul1(c, &L->wo, c->xn, (size_t)d, c->att, n);

@@ -22,5 +22,8 @@ extern const char *const fw_prof_names[FP_N];
 void fw_profile_enable(laya_context *c, int on);
 /* Milliseconds per phase summed since enabling, and the number of laya_decode calls. */
 void fw_profile_read(const laya_context *c, double ms[FP_N], int64_t *n_decodes);
+/* For tests: how many of sequence seq's first positions it reads from another sequence's storage
+ * (forward.c, shared positions), and which one (*base, -1 if none). */
+int32_t fw_seq_shared(const laya_context *c, int32_t seq, int32_t *base);
 
 #endif

@@ -483,9 +483,9 @@ static void check_invariance_attn(void) {
             bad += invariance_bad(sb, s1, nh, NP) + invariance_bad(mxb, mx1, nh, 1);
         }
         /* the scores as softmax weights for attn_v */
-        for (int h = 0; h < NH; h++) kn->attn_v(s1 + h * NP, NP, 1, v, D, NP, D, o1 + h * D, D);
+        for (int h = 0; h < NH; h++) kn->attn_v(s1 + h * NP, NP, 1, v, 0, v, D, NP, D, o1 + h * D, D);
         for (int i = 0; i < 2; i++) {
-            kn->attn_v(s1, NP, nhs[i], v, D, NP, D, ob, D);
+            kn->attn_v(s1, NP, nhs[i], v, 0, v, D, NP, D, ob, D);
             bad += invariance_bad(ob, o1, nhs[i], D);
         }
         CHECK(bad == 0, "%s attention: %d values of 16 or 7 heads in one call differ from each head alone", kn->name,
@@ -692,8 +692,8 @@ static void test_attn_v(void) {
                     int nh = nhs[a];
                     int64_t d = ds[b], np = nps[c];
                     for (size_t i = 0; i < 9 * os; i++) o0[i] = o1[i] = 7.0f;
-                    kn_ref_ops.attn_v(w, ws, nh, v, vs, np, d, o0, os);
-                    g_tables[t]->attn_v(w, ws, nh, v, vs, np, d, o1, os);
+                    kn_ref_ops.attn_v(w, ws, nh, v, 0, v, vs, np, d, o0, os);
+                    g_tables[t]->attn_v(w, ws, nh, v, 0, v, vs, np, d, o1, os);
                     int bad = 0;
                     for (int h = 0; h < 9; h++)
                         for (int64_t j = 0; j < (int64_t)os; j++) {
@@ -712,12 +712,32 @@ static void test_attn_v(void) {
                     int diff = 0;
                     for (int h = 0; h < nh; h++) {
                         float one[160];
-                        g_tables[t]->attn_v(w + (size_t)h * ws, ws, 1, v, vs, np, d, one, 160);
+                        g_tables[t]->attn_v(w + (size_t)h * ws, ws, 1, v, 0, v, vs, np, d, one, 160);
                         for (int64_t j = 0; j < d; j++) diff += one[j] != o1[(size_t)h * os + (size_t)j];
                     }
                     CHECK(diff == 0, "%s attn_v nh=%d d=%lld npos=%lld: %d values differ from the heads alone",
                           g_tables[t]->name, nh, (long long)d, (long long)np, diff);
                 }
+    /* Rows below n0 from one buffer and the rest from another (a sequence's shared positions, then its
+     * own) give the bits of one buffer: each buffer is NaN where the other one is read. */
+    float *lo = malloc(300 * vs * sizeof(float)), *hi = malloc(300 * vs * sizeof(float));
+    static const int64_t n0s[] = {0, 1, 7, 16, 64, 299, 300};
+    for (int t = 0; t < g_ntables; t++)
+        for (size_t c = 0; c < sizeof n0s / sizeof *n0s; c++) {
+            int64_t n0 = n0s[c];
+            for (int64_t p = 0; p < 300; p++)
+                for (size_t j = 0; j < vs; j++) {
+                    lo[(size_t)p * vs + j] = p < n0 ? v[(size_t)p * vs + j] : NAN;
+                    hi[(size_t)p * vs + j] = p >= n0 ? v[(size_t)p * vs + j] : NAN;
+                }
+            g_tables[t]->attn_v(w, ws, 5, v, 0, v, vs, 300, 80, o0, os);
+            g_tables[t]->attn_v(w, ws, 5, lo, n0, hi, vs, 300, 80, o1, os);
+            int diff = 0;
+            for (int h = 0; h < 5; h++)
+                for (int j = 0; j < 80; j++) diff += memcmp(&o0[h * os + j], &o1[h * os + j], sizeof(float)) != 0;
+            CHECK(diff == 0, "%s attn_v split at %lld: %d values differ", g_tables[t]->name, (long long)n0, diff);
+        }
+    free(lo), free(hi);
     free(w), free(v), free(o0), free(o1);
 }
 
@@ -777,6 +797,25 @@ static void test_attn_qk(void) {
                     CHECK(diff == 0, "%s attn_qk nh=%d d=%lld npos=%lld: %d values differ from the heads alone",
                           g_tables[t]->name, nh, (long long)d, (long long)np, diff);
                 }
+    /* Positions [0, a) and [a, npos) in two calls, a a multiple of KN_QK_SPLIT, give the bits of one call
+     * (forward.c splits a sequence's shared positions from its own there). */
+    for (int t = 0; t < g_ntables; t++)
+        for (int64_t np = 1; np <= 300; np += 37)
+            for (int64_t a = 0; a < np; a += KN_QK_SPLIT) {
+                float m0[7], ma[7], mb[7];
+                g_tables[t]->attn_qk(q, qs, 7, k, ks, np, 64, 0.125f, s0, ss, m0);
+                if (a) g_tables[t]->attn_qk(q, qs, 7, k, ks, a, 64, 0.125f, s1, ss, ma);
+                g_tables[t]->attn_qk(q, qs, 7, k + (size_t)(a / 16) * ks, ks, np - a, 64, 0.125f, s1 + a, ss, mb);
+                int diff = 0;
+                for (int h = 0; h < 7; h++) {
+                    for (int64_t p = 0; p < np; p++)
+                        diff += memcmp(&s0[(size_t)h * ss + (size_t)p], &s1[(size_t)h * ss + (size_t)p], sizeof(float)) != 0;
+                    float m = a && ma[h] > mb[h] ? ma[h] : mb[h];
+                    diff += m != m0[h];
+                }
+                CHECK(diff == 0, "%s attn_qk split at %lld of %lld: %d values differ", g_tables[t]->name, (long long)a,
+                      (long long)np, diff);
+            }
     free(q), free(k), free(s0), free(s1);
 }
 

@@ -9,6 +9,7 @@
 
 #include "alloc_hooks.h"
 #include "check.h"
+#include "fwprof.h" /* fw_seq_shared */
 #include "laya.h"
 #include "model.h" /* the kernel table of a loaded model, swapped to run every one this CPU has */
 
@@ -140,6 +141,154 @@ static void check_batch_vs_steps(laya_model *m) {
     }
     m->kn = saved;
     free(batch);
+}
+
+/* Shared positions (forward.c: a fork shares the source's KV storage instead of copying it): random forks,
+ * fork_froms, truncations and decodes over five sequences, each decode's logits compared bit for bit with
+ * the same tokens decoded from scratch in a context of one sequence. Writes into a sequence others share
+ * (the source rolled back and re-decoded, a fork into it) must leave the others' logits alone. */
+enum { SH_SEQ = 5, SH_KV = 320 };
+static laya_token sh_tok[SH_SEQ][SH_KV];
+static int32_t sh_len[SH_SEQ];
+
+static uint64_t sh_rng = 0x9e3779b97f4a7c15ull;
+static uint32_t sh_rand(uint32_t n) {
+    sh_rng = sh_rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(sh_rng >> 33) % n;
+}
+
+/* Sequence s's next-token logits from scratch, bit for bit those of batch token i of c's last decode. */
+static int sh_same(laya_context *c, laya_context *fresh, int32_t i, int s, int V) {
+    const float *lg = laya_get_logits(c, i);
+    if (!lg || sh_len[s] < 1) return 0;
+    laya_seq_truncate(fresh, 0, 0);
+    static int32_t zeros[SH_KV];
+    static int8_t want[SH_KV];
+    memset(want, 0, sizeof want);
+    want[sh_len[s] - 1] = 1;
+    if (laya_decode(fresh, (laya_batch){sh_len[s], sh_tok[s], zeros, want}) != LAYA_OK) return 0;
+    const float *ref = laya_get_logits(fresh, sh_len[s] - 1);
+    return ref && !memcmp(ref, lg, (size_t)V * sizeof(float));
+}
+
+/* fork_from(a, b, from, n) on c and on the mirror of the tokens */
+static int sh_fork(laya_context *c, int a, int b, int32_t from, int32_t n) {
+    if (laya_seq_fork_from(c, a, b, from, n) != LAYA_OK) return 0;
+    memcpy(sh_tok[b] + from, sh_tok[a] + from, (size_t)(n - from) * sizeof(laya_token));
+    sh_len[b] = n;
+    return 1;
+}
+
+/* n random tokens onto sequence s in one batch; then whether its logits are those from scratch */
+static int sh_step(laya_context *c, laya_context *fresh, int s, int n, int V) {
+    laya_token t[SH_KV];
+    int32_t sq[SH_KV];
+    for (int i = 0; i < n; i++) t[i] = sh_tok[s][sh_len[s]++] = (laya_token)sh_rand((uint32_t)V), sq[i] = s;
+    if (laya_decode(c, (laya_batch){n, t, sq, NULL}) != LAYA_OK) return 0;
+    return sh_same(c, fresh, n - 1, s, V);
+}
+
+static void check_shared_kv(laya_model *m) {
+    const int V = laya_n_vocab(m);
+    laya_context_params cp = laya_context_default_params();
+    cp.n_seq = SH_SEQ, cp.max_kv_size = SH_KV, cp.max_batch = SH_KV, cp.max_logits = SH_SEQ;
+    laya_context *c = NULL, *fresh = NULL;
+    char err[LAYA_ERR_MSG_MAX] = "";
+    laya_status st = laya_context_create(m, cp, &c, err, sizeof err);
+    cp.n_seq = 1;
+    if (st == LAYA_OK) st = laya_context_create(m, cp, &fresh, err, sizeof err);
+    CHECK(st == LAYA_OK, "shared kv: context: %s", err);
+    if (st) goto out;
+    int bad = 0, checks = 0, shared_seen = 0, unshared = 0;
+    for (int op = 0; op < 400 && bad < 5; op++) {
+        int k = (int)sh_rand(10), a = (int)sh_rand(SH_SEQ), b = (int)sh_rand(SH_SEQ);
+        int32_t before[SH_SEQ], base;
+        for (int z = 0; z < SH_SEQ; z++) before[z] = fw_seq_shared(c, z, &base);
+        /* lengths near the source's (a keystroke's candidates fork from the whole context) */
+        if (k < 2 && a != b) { /* fork a -> b */
+            int32_t n = sh_len[a] - (int32_t)sh_rand((uint32_t)LAYA_MIN(sh_len[a], 10) + 1);
+            CHECK(laya_seq_fork(c, a, b, n) == LAYA_OK, "fork");
+            memcpy(sh_tok[b], sh_tok[a], (size_t)n * sizeof(laya_token));
+            sh_len[b] = n;
+        } else if (k < 4 && a != b) { /* fork_from: b holds a's first `from` positions (their common prefix) */
+            int32_t l = 0;
+            while (l < sh_len[a] && l < sh_len[b] && sh_tok[a][l] == sh_tok[b][l]) l++;
+            int32_t from = l - (int32_t)sh_rand((uint32_t)LAYA_MIN(l, 70) + 1);
+            int32_t n = sh_len[a] - (int32_t)sh_rand((uint32_t)LAYA_MIN(sh_len[a] - from, 10) + 1);
+            CHECK(laya_seq_fork_from(c, a, b, from, n) == LAYA_OK, "fork_from");
+            memcpy(sh_tok[b] + from, sh_tok[a] + from, (size_t)(n - from) * sizeof(laya_token));
+            sh_len[b] = n;
+        } else if (k < 5) { /* roll back a little (backspace) or, when long, a lot */
+            int32_t n = sh_len[a] > SH_KV - 60 ? (int32_t)sh_rand((uint32_t)sh_len[a] + 1)
+                                               : sh_len[a] - (int32_t)sh_rand((uint32_t)LAYA_MIN(sh_len[a], 16) + 1);
+            CHECK(laya_seq_truncate(c, a, n) == LAYA_OK, "truncate");
+            sh_len[a] = n;
+        } else { /* decode: one token for each of up to three sequences, or a run of tokens for one */
+            laya_token t[64];
+            int32_t sq[64];
+            int8_t want[64];
+            int n = 0, run = k == 9 ? 1 + (int)sh_rand(40) : 1, ns = k == 9 ? 1 : 1 + (int)sh_rand(3);
+            int used[SH_SEQ] = {0};
+            for (int j = 0; j < ns; j++) {
+                int s = (a + j * (1 + b % 2)) % SH_SEQ;
+                if (used[s] || sh_len[s] + run > SH_KV - 1) continue;
+                used[s] = 1;
+                for (int r = 0; r < run; r++) {
+                    t[n] = (laya_token)sh_rand((uint32_t)V);
+                    sq[n] = s;
+                    want[n] = r == run - 1;
+                    sh_tok[s][sh_len[s]++] = t[n];
+                    n++;
+                }
+            }
+            if (!n) continue;
+            st = laya_decode(c, (laya_batch){n, t, sq, want});
+            CHECK(st == LAYA_OK, "shared kv decode: %s", laya_context_error(c));
+            if (st) break;
+            for (int i = 0; i < n; i++)
+                if (want[i]) {
+                    checks++;
+                    bad += !sh_same(c, fresh, i, sq[i], V);
+                }
+        }
+        for (int z = 0; z < SH_SEQ; z++) { /* a sequence that lost shared positions it held (not by a fork into it) */
+            int32_t now = fw_seq_shared(c, z, &base);
+            shared_seen += now > 0;
+            unshared += now < before[z] && now < sh_len[z] && !(k < 4 && z == b);
+        }
+        if (op == 0) { /* a long first sequence, for positions past the first share granule */
+            laya_token t[200];
+            int32_t sq[200] = {0};
+            for (int i = 0; i < 200; i++) t[i] = sh_tok[0][sh_len[0] + i] = (laya_token)sh_rand((uint32_t)V);
+            CHECK(laya_decode(c, (laya_batch){200, t, sq, NULL}) == LAYA_OK, "prefill");
+            sh_len[0] += 200;
+        }
+    }
+    CHECK(bad == 0, "shared kv: %d of %d decodes differ from the same tokens decoded alone", bad, checks);
+    /* Two cases the random walk seldom takes. (1) dst shares more of a storage than the fork's source
+     * does: what it held past the new share must become its own. */
+    for (int z = 0; z < SH_SEQ; z++) laya_seq_truncate(c, z, 0), sh_len[z] = 0;
+    int32_t base;
+    CHECK(sh_step(c, fresh, 0, 200, V), "shared kv: prefill");
+    CHECK(sh_fork(c, 0, 1, 0, 200) && fw_seq_shared(c, 1, &base) == 192 && base == 0, "shared kv: fork 0 -> 1");
+    CHECK(sh_fork(c, 0, 2, 0, 160) && fw_seq_shared(c, 2, &base) == 128, "shared kv: fork 0 -> 2");
+    CHECK(sh_fork(c, 2, 1, 155, 160) && fw_seq_shared(c, 1, &base) == 128, "shared kv: fork_from 2 -> 1");
+    CHECK(sh_step(c, fresh, 1, 1, V), "shared kv: seq 1 after sharing less than it did");
+    /* (2) a fork into a sequence others read from: they get their own copy first */
+    for (int z = 0; z < SH_SEQ; z++) laya_seq_truncate(c, z, 0), sh_len[z] = 0;
+    CHECK(sh_step(c, fresh, 0, 200, V) && sh_step(c, fresh, 3, 150, V), "shared kv: prefills");
+    CHECK(sh_fork(c, 0, 1, 0, 200) && fw_seq_shared(c, 1, &base) == 192, "shared kv: fork 0 -> 1");
+    CHECK(sh_fork(c, 3, 0, 0, 140) && fw_seq_shared(c, 0, &base) == 128 && base == 3, "shared kv: fork 3 -> 0");
+    CHECK(fw_seq_shared(c, 1, &base) == 0, "shared kv: seq 1 still reads seq 0's storage");
+    CHECK(sh_step(c, fresh, 1, 1, V) && sh_step(c, fresh, 0, 1, V), "shared kv: after a fork into a shared sequence");
+    CHECK(checks > 100 && shared_seen > 100 && unshared > 5,
+          "shared kv: the test did too little (%d checks, %d shared states, %d sequences given back their own copy)", checks,
+          shared_seen, unshared);
+    printf("test_model: shared kv: %d decodes equal to fresh ones (%d shared states, %d sequences given back their own copy)\n",
+           checks, shared_seen, unshared);
+out:
+    laya_context_free(c);
+    laya_context_free(fresh);
 }
 
 /* Packed weights (laya_model_params.pack_weights, kernels.h P16) change the layout and not the numbers:
@@ -302,6 +451,7 @@ int main(void) {
     }
     check_roundtrip(m);
     check_batch_vs_steps(m);
+    check_shared_kv(m);
     check_packed_same(m);
     check_pack_race();
     check_pack_oom();

@@ -52,6 +52,8 @@ void kn_p16_row(uint32_t ptype, const void *P, int64_t K, int64_t r, float *y);
 /* s[h * s_stride + p] *= scale for h < nh, p < npos, and mx[h] = the maximum of head h's (scalar; for the
  * tables whose attn_qk computes raw scores and then calls this). */
 void kn_scale_max(float *s, size_t s_stride, int nh, int64_t npos, float scale, float *mx);
+/* attn_qk's split granule (positions): the AVX-512 table takes positions in tiles of 64 from the call's start. */
+#define KN_QK_SPLIT 64
 typedef struct kn_ops {
     const char *name; /* "scalar", "avx2", "avx512", "neon" */
 
@@ -86,16 +88,20 @@ typedef struct kn_ops {
      * gives 0. The fast versions use a polynomial within 1e-6 relative of expf. */
     float (*exp_sum)(const float *x, float shift, float *y, int64_t n);
     /* Attention's weighted sum of value rows, for nh heads that share them: for h < nh and j < d,
-     * out[h * out_stride + j] = sum over p < npos of w[h * w_stride + p] * v[p * v_stride + j] (out is
-     * overwritten). */
-    void (*attn_v)(const float *w, size_t w_stride, int nh, const float *v, size_t v_stride, int64_t npos,
-                   int64_t d, float *out, size_t out_stride);
+     * out[h * out_stride + j] = sum over p < npos of w[h * w_stride + p] * V(p, j) (out is overwritten),
+     * where value row p is at v0 + p * v_stride for p < n0 and at v + p * v_stride from n0 on (a
+     * sequence's positions shared with another's, then its own: forward.c). Each output is summed in
+     * position order, so the bits do not depend on n0. */
+    void (*attn_v)(const float *w, size_t w_stride, int nh, const float *v0, int64_t n0, const float *v,
+                   size_t v_stride, int64_t npos, int64_t d, float *out, size_t out_stride);
     /* Attention scores of nh query heads against keys they share. The keys are stored in blocks of 16
      * positions, each block dimension-major: dimension j of position p at
      * kt[(p / 16) * kt_stride + j * 16 + p % 16] (kt_stride >= 16 * d apart), so 16 positions are one
      * vector per dimension, no horizontal sums are needed and a block is one sequential 64 d-byte read.
      * For h < nh and p < npos: s[h * s_stride + p] = scale * sum over j < d of q[h * q_stride + j] * key(p, j),
-     * and mx[h] = the largest of them (-inf when npos is 0). */
+     * and mx[h] = the largest of them (-inf when npos is 0). A position's score does not depend on where
+     * the call starts if that is a multiple of KN_QK_SPLIT positions: positions [0, a) in one call and
+     * [a, npos) in another (kt a / 16 blocks on, s a on) give the bits of one call. */
     void (*attn_qk)(const float *q, size_t q_stride, int nh, const float *kt, size_t kt_stride, int64_t npos,
                     int64_t d, float scale, float *s, size_t s_stride, float *mx);
     /* The FFN's activation: g[i] = silu(g[i]) * u[i] = g[i] / (1 + exp(-g[i])) * u[i] for i < n. An

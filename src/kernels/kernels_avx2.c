@@ -641,8 +641,8 @@ static void avx2_silu_mul(float *g, const float *u, int64_t n) {
 }
 
 /* Up to 2 heads x 32 columns in 8 accumulators; each value row is read once per such tile. */
-static void avx2_attn_v(const float *w, size_t w_stride, int nh, const float *v, size_t v_stride, int64_t npos,
-                        int64_t d, float *out, size_t out_stride) {
+static void avx2_attn_v(const float *w, size_t w_stride, int nh, const float *v0, int64_t n0, const float *v,
+                        size_t v_stride, int64_t npos, int64_t d, float *out, size_t out_stride) {
     int64_t dv = d / 32 * 32;
     for (int h0 = 0; h0 < nh; h0 += 2) {
         int hn = nh - h0 < 2 ? nh - h0 : 2;
@@ -651,7 +651,7 @@ static void avx2_attn_v(const float *w, size_t w_stride, int nh, const float *v,
             for (int h = 0; h < 2; h++)
                 for (int c = 0; c < 4; c++) acc[h][c] = _mm256_setzero_ps();
             for (int64_t p = 0; p < npos; p++) {
-                const float *vr = v + (size_t)p * v_stride + (size_t)j0;
+                const float *vr = (p < n0 ? v0 : v) + (size_t)p * v_stride + (size_t)j0;
                 __m256 x0 = _mm256_loadu_ps(vr), x1 = _mm256_loadu_ps(vr + 8), x2 = _mm256_loadu_ps(vr + 16),
                        x3 = _mm256_loadu_ps(vr + 24);
                 for (int h = 0; h < hn; h++) {
@@ -672,7 +672,8 @@ static void avx2_attn_v(const float *w, size_t w_stride, int nh, const float *v,
             for (int64_t j = dv; j < d; j++) o[j] = 0;
             for (int64_t p = 0; p < npos; p++) {
                 float a = w[(size_t)(h0 + h) * w_stride + (size_t)p];
-                for (int64_t j = dv; j < d; j++) o[j] += a * v[(size_t)p * v_stride + (size_t)j];
+                const float *vr = (p < n0 ? v0 : v) + (size_t)p * v_stride;
+                for (int64_t j = dv; j < d; j++) o[j] += a * vr[j];
             }
         }
     }

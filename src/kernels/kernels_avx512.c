@@ -1303,19 +1303,20 @@ static void avx512_silu_mul(float *g, const float *u, int64_t n) {
 
 /* hn (1..4, a constant after inlining, so the accumulators stay in registers) heads x 64 columns from
  * column j0; each value row is read once for the hn heads. Each head's sums are taken in position order
- * whatever hn is, so a head gives the same bits alone or beside others. */
-INLINE void v_tile(const float *w, size_t w_stride, int hn, const float *v, size_t v_stride, int64_t npos,
-                   const __mmask16 m[4], int prefetch, float *out, size_t out_stride) {
+ * whatever hn is, so a head gives the same bits alone or beside others; rows below n0 come from v0. */
+INLINE void v_tile(const float *w, size_t w_stride, int hn, const float *v0, int64_t n0, const float *v,
+                   size_t v_stride, int64_t npos, const __mmask16 m[4], int prefetch, float *out, size_t out_stride) {
     __m512 acc[4][4];
 #pragma GCC unroll 4
     for (int h = 0; h < 4; h++)
 #pragma GCC unroll 4
         for (int c = 0; c < 4; c++) acc[h][c] = _mm512_setzero_ps();
     for (int64_t p = 0; p < npos; p++) {
-        const float *vr = v + (size_t)p * v_stride;
+        const float *vr = (p < n0 ? v0 : v) + (size_t)p * v_stride;
         if (prefetch) { /* strided value rows: the hardware prefetcher does not run ahead on them */
-            _mm_prefetch((const char *)(vr + 8 * v_stride), _MM_HINT_T0);
-            if (m[2]) _mm_prefetch((const char *)(vr + 8 * v_stride + 32), _MM_HINT_T0);
+            const float *ahead = (p + 8 < n0 ? v0 : v) + (size_t)(p + 8) * v_stride;
+            _mm_prefetch((const char *)ahead, _MM_HINT_T0);
+            if (m[2]) _mm_prefetch((const char *)(ahead + 32), _MM_HINT_T0);
         }
         __m512 x0 = _mm512_maskz_loadu_ps(m[0], vr), x1 = _mm512_maskz_loadu_ps(m[1], vr + 16);
         __m512 x2 = _mm512_maskz_loadu_ps(m[2], vr + 32), x3 = _mm512_maskz_loadu_ps(m[3], vr + 48);
@@ -1335,8 +1336,8 @@ INLINE void v_tile(const float *w, size_t w_stride, int hn, const float *v, size
 }
 
 /* Up to 4 heads x 64 columns in 16 accumulators; each value row is read once per such tile. */
-static void avx512_attn_v(const float *w, size_t w_stride, int nh, const float *v, size_t v_stride, int64_t npos,
-                          int64_t d, float *out, size_t out_stride) {
+static void avx512_attn_v(const float *w, size_t w_stride, int nh, const float *v0, int64_t n0, const float *v,
+                          size_t v_stride, int64_t npos, int64_t d, float *out, size_t out_stride) {
     for (int h0 = 0; h0 < nh; h0 += 4) {
         int hn = nh - h0 < 4 ? nh - h0 : 4;
         const float *wh = w + (size_t)h0 * w_stride;
@@ -1346,14 +1347,14 @@ static void avx512_attn_v(const float *w, size_t w_stride, int nh, const float *
                 int64_t left = d - j0 - 16 * c;
                 m[c] = left >= 16 ? 0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
             }
-            const float *vj = v + j0;
+            const float *vj = v + j0, *vj0 = v0 + j0;
             float *o = out + (size_t)h0 * out_stride + (size_t)j0;
             int pf = h0 == 0 && v_stride > (size_t)d; /* rows that are not one contiguous stream */
             switch (hn) {
-            case 1: v_tile(wh, w_stride, 1, vj, v_stride, npos, m, pf, o, out_stride); break;
-            case 2: v_tile(wh, w_stride, 2, vj, v_stride, npos, m, pf, o, out_stride); break;
-            case 3: v_tile(wh, w_stride, 3, vj, v_stride, npos, m, pf, o, out_stride); break;
-            default: v_tile(wh, w_stride, 4, vj, v_stride, npos, m, pf, o, out_stride); break;
+            case 1: v_tile(wh, w_stride, 1, vj0, n0, vj, v_stride, npos, m, pf, o, out_stride); break;
+            case 2: v_tile(wh, w_stride, 2, vj0, n0, vj, v_stride, npos, m, pf, o, out_stride); break;
+            case 3: v_tile(wh, w_stride, 3, vj0, n0, vj, v_stride, npos, m, pf, o, out_stride); break;
+            default: v_tile(wh, w_stride, 4, vj0, n0, vj, v_stride, npos, m, pf, o, out_stride); break;
             }
         }
     }

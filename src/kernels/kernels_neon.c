@@ -570,8 +570,8 @@ static inline void fma16(float32x4_t acc[4], float32x4_t x0, float32x4_t x1, flo
 }
 
 /* Up to 2 heads x 16 columns in 8 accumulators; each value row is read once per such tile. */
-static void neon_attn_v(const float *w, size_t w_stride, int nh, const float *v, size_t v_stride, int64_t npos,
-                        int64_t d, float *out, size_t out_stride) {
+static void neon_attn_v(const float *w, size_t w_stride, int nh, const float *v0, int64_t n0, const float *v,
+                        size_t v_stride, int64_t npos, int64_t d, float *out, size_t out_stride) {
     int64_t dv = d / 16 * 16;
     for (int h0 = 0; h0 < nh; h0 += 2) {
         int hn = nh - h0 < 2 ? nh - h0 : 2;
@@ -580,7 +580,7 @@ static void neon_attn_v(const float *w, size_t w_stride, int nh, const float *v,
             for (int h = 0; h < 2; h++)
                 for (int c = 0; c < 4; c++) acc[h][c] = vdupq_n_f32(0);
             for (int64_t p = 0; p < npos; p++) {
-                const float *vr = v + (size_t)p * v_stride + (size_t)j0;
+                const float *vr = (p < n0 ? v0 : v) + (size_t)p * v_stride + (size_t)j0;
                 float32x4_t x0 = vld1q_f32(vr), x1 = vld1q_f32(vr + 4), x2 = vld1q_f32(vr + 8), x3 = vld1q_f32(vr + 12);
                 for (int h = 0; h < hn; h++) fma16(acc[h], x0, x1, x2, x3, w[(size_t)(h0 + h) * w_stride + (size_t)p]);
             }
@@ -594,7 +594,8 @@ static void neon_attn_v(const float *w, size_t w_stride, int nh, const float *v,
             for (int64_t j = dv; j < d; j++) o[j] = 0;
             for (int64_t p = 0; p < npos; p++) {
                 float a = w[(size_t)(h0 + h) * w_stride + (size_t)p];
-                for (int64_t j = dv; j < d; j++) o[j] += a * v[(size_t)p * v_stride + (size_t)j];
+                const float *vr = (p < n0 ? v0 : v) + (size_t)p * v_stride;
+                for (int64_t j = dv; j < d; j++) o[j] += a * vr[j];
             }
         }
     }

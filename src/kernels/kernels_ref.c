@@ -251,14 +251,14 @@ static float ref_exp_sum(const float *x, float shift, float *y, int64_t n) {
     return (float)s;
 }
 
-static void ref_attn_v(const float *w, size_t w_stride, int nh, const float *v, size_t v_stride, int64_t npos,
-                       int64_t d, float *out, size_t out_stride) {
+static void ref_attn_v(const float *w, size_t w_stride, int nh, const float *v0, int64_t n0, const float *v,
+                       size_t v_stride, int64_t npos, int64_t d, float *out, size_t out_stride) {
     for (int h = 0; h < nh; h++) {
         float *o = out + (size_t)h * out_stride;
         for (int64_t j = 0; j < d; j++) o[j] = 0;
         for (int64_t p = 0; p < npos; p++) {
             float a = w[(size_t)h * w_stride + (size_t)p];
-            const float *vr = v + (size_t)p * v_stride;
+            const float *vr = (p < n0 ? v0 : v) + (size_t)p * v_stride;
             for (int64_t j = 0; j < d; j++) o[j] += a * vr[j];
         }
     }
