@@ -7,7 +7,10 @@
  * only the MLX kernels; a table name limits the run to it. MLX weights count their scales and biases as
  * read bytes, so MLX 4-bit group 64 with F16 scales (0.5625 bytes per weight) compares directly with Q4_0,
  * and 8-bit with Q8_0 (1.0625). "typing" takes the 30M typing model's shapes (hidden 512, FFN 1536, vocabulary
- * 16384) and the decode batch sizes 1, 2, 4, 8 instead. */
+ * 16384) and the decode batch sizes 1, 2, 4, 8 instead. "P16 Q4_0" and "P16 Q8_0" are the matrices the
+ * loader packs for a table with kn_ops.packs (kernels.h), timed on those tables and counting the packed
+ * bytes. "vnni" first prints this core's rate of the operations that bound the P16 kernel at B > 1:
+ * vpdpbusd with a broadcast memory operand (its form there) and fma, per ns, on independent chains. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -99,6 +102,47 @@ typedef struct variant {
     uint32_t sbt;
 } variant;
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+/* vpdpbusd zmm with a {1to16} memory operand on 12 independent chains, and vfmadd231ps zmm on 12, per ns */
+__attribute__((target("avx512f,avx512vnni"), noinline)) static void vnni_rates(void) {
+    static uint8_t mem[4096] __attribute__((aligned(64)));
+    for (int i = 0; i < 4096; i++) mem[i] = (uint8_t)i;
+    /* named variables, not arrays: each chain stays in its register */
+    __m512i w = _mm512_set1_epi8(3), a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0,
+            a6 = a0, a7 = a0, a8 = a0, a9 = a0, a10 = a0, a11 = a0;
+    __m512 m = _mm512_set1_ps(1.0000001f), f0 = _mm512_set1_ps(1), f1 = _mm512_set1_ps(2), f2 = _mm512_set1_ps(3),
+           f3 = _mm512_set1_ps(4), f4 = _mm512_set1_ps(5), f5 = _mm512_set1_ps(6), f6 = _mm512_set1_ps(7),
+           f7 = _mm512_set1_ps(8), f8 = _mm512_set1_ps(9), f9 = _mm512_set1_ps(10), f10 = _mm512_set1_ps(11),
+           f11 = _mm512_set1_ps(12);
+    const long n = 20000000;
+    double t0 = now();
+    for (long i = 0; i < n; i++) {
+        const uint8_t *p = mem + (i & 31) * 64;
+#define DPB(x, k) __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(x) : "v"(w), "m"(*(const int32_t(*)[1])(p + 4 * (k))))
+        DPB(a0, 0); DPB(a1, 1); DPB(a2, 2); DPB(a3, 3); DPB(a4, 4); DPB(a5, 5);
+        DPB(a6, 6); DPB(a7, 7); DPB(a8, 8); DPB(a9, 9); DPB(a10, 10); DPB(a11, 11);
+#undef DPB
+    }
+    double t1 = now();
+    for (long i = 0; i < n; i++) {
+#define FMA(x) x = _mm512_fmadd_ps(x, m, m)
+        FMA(f0); FMA(f1); FMA(f2); FMA(f3); FMA(f4); FMA(f5); FMA(f6); FMA(f7); FMA(f8); FMA(f9); FMA(f10); FMA(f11);
+#undef FMA
+    }
+    double t2 = now();
+    __m512i s = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3)),
+                                 _mm512_add_epi32(_mm512_add_epi32(a4, a5), _mm512_add_epi32(a6, a7)));
+    s = _mm512_add_epi32(s, _mm512_add_epi32(_mm512_add_epi32(a8, a9), _mm512_add_epi32(a10, a11)));
+    __m512 fs = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(f0, f1), _mm512_add_ps(f2, f3)),
+                              _mm512_add_ps(_mm512_add_ps(f4, f5), _mm512_add_ps(f6, f7)));
+    fs = _mm512_add_ps(fs, _mm512_add_ps(_mm512_add_ps(f8, f9), _mm512_add_ps(f10, f11)));
+    printf("vpdpbusd zmm, m32bcst: %.2f per ns; vfmadd231ps zmm: %.2f per ns (checksums %d %g)\n",
+           12.0 * n / (t1 - t0) * 1e-9, 12.0 * n / (t2 - t1) * 1e-9, _mm512_reduce_add_epi32(s),
+           (double)_mm512_reduce_add_ps(fs));
+}
+#endif
+
 static const int g_bs_05b[] = {1, 4, 64, 0}, g_bs_typing[] = {1, 2, 4, 8, 0}; /* 64: the prefill panel path */
 static const int *Bs = g_bs_05b;
 
@@ -111,10 +155,12 @@ static void bench_shape(const variant *v, int64_t N, int64_t K, const char *only
         wrb = (size_t)K * (size_t)v->bits / 8, arb = (size_t)K * sizeof(float);
         sb_bytes = (size_t)(K / v->group) * sbs * (size_t)N; /* each of scales and biases */
     } else {
-        wrb = qt_row_bytes(v->type, K), arb = kn_act_row_bytes(v->type, K);
+        uint32_t src = kn_p16_source(v->type) ? kn_p16_source(v->type) : v->type;
+        wrb = qt_row_bytes(src, K), arb = kn_act_row_bytes(v->type, K);
         if (!wrb) return;
     }
     size_t wbytes = wrb * (size_t)N, read_bytes = wbytes + 2 * sb_bytes;
+    uint32_t p16_src = v->bits ? 0 : kn_p16_source(v->type);
     uint8_t *W = laya_aligned_alloc(64, wbytes);
     uint8_t *sc = sb_bytes ? laya_aligned_alloc(64, sb_bytes) : NULL, *bi = sb_bytes ? laya_aligned_alloc(64, sb_bytes) : NULL;
     float *x = malloc((size_t)K * 64 * sizeof(float));
@@ -130,7 +176,7 @@ static void bench_shape(const variant *v, int64_t N, int64_t K, const char *only
                 mlx_quantize_row(v->bits, v->group, row, (uint32_t *)(W + (size_t)r * wrb), sc + (size_t)r * sb_row,
                                  bi + (size_t)r * sb_row, v->sbt, K);
             else
-                qt_quantize_row(v->type, row, W + (size_t)r * wrb, K);
+                qt_quantize_row(p16_src ? p16_src : v->type, row, W + (size_t)r * wrb, K);
         } else {
             memcpy(W + (size_t)r * wrb, W + (size_t)(r % 64) * wrb, wrb);
             if (v->bits) {
@@ -140,9 +186,17 @@ static void bench_shape(const variant *v, int64_t N, int64_t K, const char *only
         }
     }
     for (int64_t k = 0; k < 64 * K; k++) x[k] = (float)rand() / (float)RAND_MAX - 0.5f;
+    uint8_t *Wsrc = W;
+    if (p16_src) { /* the loader's copy (model.c pack_weights), which the kernel reads instead */
+        read_bytes = kn_pack_bytes(v->type, N, K);
+        W = laya_aligned_alloc(64, read_bytes);
+        kn_pack(v->type, Wsrc, wrb, N, K, 0, (N + 15) / 16, W);
+        laya_free(Wsrc);
+    }
     for (size_t ni = 0; ni < sizeof names / sizeof *names; ni++) {
         const kn_ops *kn = kn_by_name(names[ni]);
         if (!kn || (only && strcmp(only, names[ni])) || (!only && !strcmp(names[ni], "scalar"))) continue;
+        if (p16_src && !kn->packs && strcmp(names[ni], "scalar")) continue; /* only where the loader packs */
         if (v->bits) memcpy(act, x, (size_t)K * 64 * sizeof(float));
         else for (int b = 0; b < 64; b++) kn->quantize_act(v->type, x + b * K, act + b * arb, K);
         for (size_t bi_ = 0; Bs[bi_]; bi_++) {
@@ -182,6 +236,12 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "all")) all = 1;
         else if (!strcmp(argv[i], "mlx")) mlx_only = 1;
         else if (!strcmp(argv[i], "typing")) typing = 1;
+        else if (!strcmp(argv[i], "vnni")) {
+#if defined(__x86_64__) && defined(__GNUC__)
+            if (__builtin_cpu_supports("avx512vnni")) vnni_rates();
+            else printf("vnni: this CPU has no AVX-512 VNNI\n");
+#endif
+        }
         else only = argv[i];
     }
     static const int64_t shapes_05b[4][2] = {{896, 896}, {4864, 896}, {896, 4864}, {151936, 896}}; /* rows N x cols K */
@@ -189,6 +249,8 @@ int main(int argc, char **argv) {
     const int64_t(*shapes)[2] = typing ? shapes_typing : shapes_05b;
     if (typing) Bs = g_bs_typing;
     static const variant base[] = {
+        {"P16 Q4_0", KN_P16_Q4_0, 0, 0, 0},
+        {"P16 Q8_0", KN_P16_Q8_0, 0, 0, 0},
         {"Q4_0", QT_Q4_0, 0, 0, 0},
         {"MLX4 g64 F16", 0, 4, 64, QT_F16},
         {"Q8_0", QT_Q8_0, 0, 0, 0},
@@ -200,7 +262,7 @@ int main(int argc, char **argv) {
         {"MLX4 g128 F16", 0, 4, 128, QT_F16}, {"MLX4 g64 BF16", 0, 4, 64, QT_BF16},
         {"MLX8 g32 BF16", 0, 8, 32, QT_BF16}, {"MLX8 g128 F32", 0, 8, 128, QT_F32},
     };
-    const variant *vs[16];
+    const variant *vs[20];
     int nv = 0;
     for (size_t i = 0; i < sizeof base / sizeof *base; i++) vs[nv++] = &base[i];
     for (size_t i = 0; all && i < sizeof extra / sizeof *extra; i++) vs[nv++] = &extra[i];

@@ -175,11 +175,15 @@ LAYA_API laya_status laya_get_logits_subset(laya_context *c, int32_t i, const la
 LAYA_API int32_t laya_seq_len(const laya_context *c, int32_t seq);
 /* Drop every position >= n_pos of a sequence (n_pos <= current length). */
 LAYA_API laya_status laya_seq_truncate(laya_context *c, int32_t seq, int32_t n_pos);
-/* Make dst hold the first n_pos positions of src (dst's old contents are dropped). */
+/* Make dst hold the first n_pos positions of src (dst's old contents are dropped). The positions are
+ * shared rather than copied where they can be (whole multiples of 64 from position 0: dst then reads
+ * them from src's cache, and attention reads them once for every sequence of a batch that shares them);
+ * the rest is copied. A later write into either sequence below a shared length first gives the other its
+ * own copy of what would change, so sharing never changes a result. */
 LAYA_API laya_status laya_seq_fork(laya_context *c, int32_t src, int32_t dst, int32_t n_pos);
 /* The same when dst already holds src's first `from` positions (the caller knows: both were computed from
- * the same tokens): only positions from..n_pos-1 are copied, a few KB per position instead of all of
- * them. from <= n_pos <= length of src, from <= length of dst. */
+ * the same tokens): positions from..n_pos-1 are taken from src, and dst may share src's positions below
+ * `from` too. from <= n_pos <= length of src, from <= length of dst. */
 LAYA_API laya_status laya_seq_fork_from(laya_context *c, int32_t src, int32_t dst, int32_t from, int32_t n_pos);
 
 /* ---------------------------------------------------------------------------------------------------
