@@ -239,11 +239,16 @@ static void kv_unshare(laya_context *c, int32_t z, int32_t p) {
     if (!keep) c->base[z] = -1;
 }
 
-/* Before sequence x's storage is written from position p on: the sequences that read it there get their
- * own copy, and so does x where it reads another's. */
-static void before_write(laya_context *c, int32_t x, int32_t p) {
+/* The sequences that read x's storage from position p on get their own copy of it. */
+static void unshare_readers(laya_context *c, int32_t x, int32_t p) {
     for (int32_t z = 0; z < c->p.n_seq; z++)
         if (z != x && c->base[z] == x) kv_unshare(c, z, p);
+}
+
+/* Before sequence x's storage is written from position p on: its readers get their own copy, and so does
+ * x where it reads another's. */
+static void before_write(laya_context *c, int32_t x, int32_t p) {
+    unshare_readers(c, x, p);
     kv_unshare(c, x, p);
 }
 
@@ -256,8 +261,7 @@ static void fork_range(laya_context *c, int32_t src, int32_t dst, int32_t from, 
         int32_t rl = c->base[src] >= 0 ? LAYA_MIN(c->base_len[src], n_pos) : n_pos;
         int32_t a = r == dst ? 0 : rl / KN_QK_SPLIT * KN_QK_SPLIT;
         if (a > 0) {
-            for (int32_t z = 0; z < c->p.n_seq; z++) /* one level: dst will read r's storage */
-                if (z != dst && c->base[z] == dst) kv_unshare(c, z, 0);
+            unshare_readers(c, dst, 0); /* one level: dst will read r's storage */
             /* what dst holds in [a, from) must then be in its own storage */
             if (c->base[dst] >= 0 && c->base_len[dst] > a && from > a)
                 kv_copy(c, c->base[dst], dst, a, LAYA_MIN(from, c->base_len[dst]));
@@ -296,8 +300,9 @@ const float *laya_get_logits(const laya_context *c, int32_t i) {
     return c->logits + (size_t)c->logit_row[i] * c->m->hp.n_vocab;
 }
 
-/* The weight type the matmuls see: the packed copy's when the loader made one. */
+/* The weight type and data the matmuls see: the packed copy's when the loader made one. */
 static inline uint32_t mm_type(int pk, const lm_mat *w) { return pk && w->pdata ? w->ptype : w->type; }
+static inline const void *mm_data(int pk, const lm_mat *w) { return pk && w->pdata ? w->pdata : w->data; }
 /* Whether the model's packed copy is there, once per decode or subset: every matrix of the call then
  * takes the same layout (model.h) */
 static inline int packed_now(const laya_model *m) { return atomic_load_explicit(&m->packed_ready, memory_order_acquire); }
@@ -402,11 +407,9 @@ static void mm_worker(void *arg, int chunk, int n_chunks, int tid) {
         if (w->mlx_bits)
             j->kn->matmul_mlx(w->mlx_bits, w->mlx_group, w->data, w->scales, w->biases, w->sb_type, j->x,
                               (size_t)w->cols, j->B, w->cols, r0, r1, j->y[i], j->ldy[i]);
-        else if (j->pk && w->pdata)
-            j->kn->matmul(w->ptype, w->pdata, 0, j->act, j->act_rb, j->B, w->cols, r0, r1, j->y[i], j->ldy[i]);
-        else
-            j->kn->matmul(w->type, w->data, w->row_bytes, j->act, j->act_rb, j->B, w->cols, r0, r1, j->y[i],
-                          j->ldy[i]);
+        else /* (a packed matrix's kernel ignores row_bytes) */
+            j->kn->matmul(mm_type(j->pk, w), mm_data(j->pk, w), w->row_bytes, j->act, j->act_rb, j->B, w->cols, r0,
+                          r1, j->y[i], j->ldy[i]);
         /* The FFN activation, fused here so that it runs on every thread while the rows are in cache. */
         if (j->swiglu && i == 1)
             for (int b = 0; b < j->B; b++) {

@@ -559,9 +559,8 @@ typedef struct pack_piece {
 
 struct pack_state {
     laya_model *m;
-    lm_mat **mats;   /* the matrices to pack, pieces[] in their order */
-    int nm, n;
-    pack_piece *pieces;
+    int n;
+    pack_piece *pieces; /* matrix by matrix; a matrix's first piece has p0 == 0 */
     atomic_int next;
 };
 
@@ -605,7 +604,10 @@ static void *pack_main(void *arg) {
     for (int i = 0; i < ps->n; i++)
         if (ps->pieces[i].p0 == 0) ps->pieces[i].w->pdata = ps->pieces[i].dst, ps->pieces[i].w->ptype = ps->pieces[i].pt;
     atomic_store_explicit(&m->packed_ready, 1, memory_order_release);
-    for (int i = 0; i < ps->nm; i++) release_pages(ps->mats[i]->data, (size_t)ps->mats[i]->rows * ps->mats[i]->row_bytes);
+    for (int i = 0; i < ps->n; i++) {
+        const lm_mat *w = ps->pieces[i].w;
+        if (ps->pieces[i].p0 == 0) release_pages(w->data, (size_t)w->rows * w->row_bytes);
+    }
     return NULL;
 }
 
@@ -625,8 +627,13 @@ static int64_t piece_panels(uint32_t pt, int64_t K) {
 static void pack_free(struct pack_state *ps) {
     if (!ps) return;
     laya_free(ps->pieces);
-    laya_free(ps->mats);
     laya_free(ps);
+}
+
+/* The P16 type a matrix is packed as, or 0 (not Q8_0 / Q4_0, MLX, or no P16 size). */
+static uint32_t pack_type(const lm_mat *w) {
+    uint32_t pt = w->mlx_bits ? 0 : kn_p16_type(w->type);
+    return pt && kn_pack_bytes(pt, w->rows, w->cols) ? pt : 0;
 }
 
 /* Starts copying every Q8_0/Q4_0 matrix of the layers and the output layer into the kernels' P16 order,
@@ -637,42 +644,41 @@ static void pack_free(struct pack_state *ps) {
  * model computes from the file, with the same results. */
 static void pack_weights(laya_model *m) {
     const int nm = 7 * m->hp.n_layer + 1;
+    uint64_t total = 0;
+    int npieces = 0;
+    for (int i = 0; i < nm; i++) {
+        const lm_mat *w = step_mat(m, i);
+        uint32_t pt = pack_type(w);
+        if (!pt) continue;
+        total += kn_pack_bytes(pt, w->rows, w->cols);
+        int64_t pp = piece_panels(pt, w->cols);
+        npieces += (int)(((w->rows + 15) / 16 + pp - 1) / pp);
+    }
+    if (!total || total > SIZE_MAX) return;
     struct pack_state *ps = laya_calloc(1, sizeof *ps);
-    lm_mat **mats = laya_malloc((size_t)nm * sizeof *mats);
-    if (!ps || !mats || pthread_mutex_init(&m->pack_mu, NULL) != 0) {
-        laya_free(ps), laya_free(mats);
+    if (!ps || pthread_mutex_init(&m->pack_mu, NULL) != 0) {
+        laya_free(ps);
         return;
     }
     m->pack_mu_ok = 1;
     ps->m = m;
-    ps->mats = mats;
-    size_t total = 0;
-    int npieces = 0;
-    for (int i = 0; i < nm; i++) {
-        lm_mat *w = step_mat(m, i);
-        uint32_t pt = w->mlx_bits ? 0 : kn_p16_type(w->type);
-        size_t b = pt ? kn_pack_bytes(pt, w->rows, w->cols) : 0;
-        if (!b || total > SIZE_MAX - b) continue;
-        mats[ps->nm++] = w;
-        total += b;
-        int64_t pp = piece_panels(pt, w->cols);
-        npieces += (int)(((w->rows + 15) / 16 + pp - 1) / pp);
-    }
-    ps->pieces = total ? laya_malloc((size_t)npieces * sizeof *ps->pieces) : NULL;
-    void *map = ps->pieces ? mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : MAP_FAILED;
+    ps->pieces = laya_malloc((size_t)npieces * sizeof *ps->pieces);
+    void *map = ps->pieces ? mmap(NULL, (size_t)total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                           : MAP_FAILED;
     if (map == MAP_FAILED) {
         pack_free(ps);
         return;
     }
 #ifdef MADV_HUGEPAGE
-    madvise(map, total, MADV_HUGEPAGE);
+    madvise(map, (size_t)total, MADV_HUGEPAGE);
 #endif
     m->packed = map;
-    m->packed_bytes = total;
+    m->packed_bytes = (size_t)total;
     size_t off = 0;
-    for (int i = 0; i < ps->nm; i++) {
-        lm_mat *w = mats[i];
-        uint32_t pt = kn_p16_type(w->type);
+    for (int i = 0; i < nm; i++) {
+        lm_mat *w = step_mat(m, i);
+        uint32_t pt = pack_type(w);
+        if (!pt) continue;
         int64_t pp = piece_panels(pt, w->cols), panels = (w->rows + 15) / 16;
         for (int64_t p0 = 0; p0 < panels; p0 += pp)
             ps->pieces[ps->n++] = (pack_piece){w, pt, p0, LAYA_MIN(panels, p0 + pp), (char *)map + off};

@@ -24,7 +24,7 @@ typedef struct lm_mat {
     const void *scales, *biases;   /* (rows, cols / mlx_group) of sb_type */
     uint32_t sb_type;
     const void *pdata;             /* the matrix packed at load (kernels.h, P16), or NULL: what the */
-    uint32_t ptype;                /* matmuls use; single rows (logit subsets) still come from data */
+    uint32_t ptype;                /* matmuls, logit subsets and a tied embedding's lookups read */
 } lm_mat;
 
 typedef struct lm_layer {
