@@ -13,6 +13,11 @@ _Static_assert(sizeof(block_q4_0) == 18, "block_q4_0 layout");
 _Static_assert(sizeof(block_q4_K) == 144, "block_q4_K layout");
 _Static_assert(sizeof(block_q6_K) == 210, "block_q6_K layout");
 _Static_assert(sizeof(block_q8_K) == 292, "block_q8_K layout");
+_Static_assert(sizeof(block_q4_1) == 20 && sizeof(block_q5_0) == 22 && sizeof(block_q5_1) == 24, "q4_1/q5 layouts");
+_Static_assert(sizeof(block_iq4_nl) == 18 && sizeof(block_q8_s) == 36, "iq4_nl / q8_s layouts");
+_Static_assert(sizeof(block_q2_K) == 84 && sizeof(block_q3_K) == 110 && sizeof(block_q5_K) == 176, "k layouts");
+
+const int8_t kIQ4NL[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 /* Every id ggml has assigned a layout to, so a file holding one opens and later reports a clear
  * "unsupported type X" instead of "unknown type 17". Ids ggml retired (4, 5, 31-33, 36-38) stay unknown. */
@@ -20,22 +25,22 @@ static const qt_traits g_traits[QT_COUNT] = {
     [QT_F32] = {"F32", 1, 4, 1},
     [QT_F16] = {"F16", 1, 2, 1},
     [QT_Q4_0] = {"Q4_0", 32, 18, 1},
-    [QT_Q4_1] = {"Q4_1", 32, 20, 0},
-    [QT_Q5_0] = {"Q5_0", 32, 22, 0},
-    [QT_Q5_1] = {"Q5_1", 32, 24, 0},
+    [QT_Q4_1] = {"Q4_1", 32, 20, 1},
+    [QT_Q5_0] = {"Q5_0", 32, 22, 1},
+    [QT_Q5_1] = {"Q5_1", 32, 24, 1},
     [QT_Q8_0] = {"Q8_0", 32, 34, 1},
     [QT_Q8_1] = {"Q8_1", 32, 36, 0},
-    [QT_Q2_K] = {"Q2_K", 256, 84, 0},
-    [QT_Q3_K] = {"Q3_K", 256, 110, 0},
+    [QT_Q2_K] = {"Q2_K", 256, 84, 1},
+    [QT_Q3_K] = {"Q3_K", 256, 110, 1},
     [QT_Q4_K] = {"Q4_K", 256, 144, 1},
-    [QT_Q5_K] = {"Q5_K", 256, 176, 0},
+    [QT_Q5_K] = {"Q5_K", 256, 176, 1},
     [QT_Q6_K] = {"Q6_K", 256, 210, 1},
     [QT_Q8_K] = {"Q8_K", 256, 292, 0},
     [16] = {"IQ2_XXS", 256, 66, 0},
     [17] = {"IQ2_XS", 256, 74, 0},
     [18] = {"IQ3_XXS", 256, 98, 0},
     [19] = {"IQ1_S", 256, 50, 0},
-    [20] = {"IQ4_NL", 32, 18, 0},
+    [QT_IQ4_NL] = {"IQ4_NL", 32, 18, 1},
     [21] = {"IQ3_S", 256, 110, 0},
     [22] = {"IQ2_S", 256, 82, 0},
     [23] = {"IQ4_XS", 256, 136, 0},
@@ -98,39 +103,7 @@ static void q4k_pack_scales(const uint8_t sc[8], const uint8_t mn[8], uint8_t *s
     }
 }
 
-/* ---- dequantize, one block at a time, following ggml's element order */
-
-static void deq_q8_0(const block_q8_0 *b, float *y) {
-    float d = fp16_to_f32(b->d);
-    for (int i = 0; i < QK8_0; i++) y[i] = d * b->qs[i];
-}
-
-/* Byte j holds element j in its low nibble and element j + 16 in its high nibble. */
-static void deq_q4_0(const block_q4_0 *b, float *y) {
-    float d = fp16_to_f32(b->d);
-    for (int j = 0; j < QK4_0 / 2; j++) {
-        y[j] = d * ((b->qs[j] & 15) - 8);
-        y[j + 16] = d * ((b->qs[j] >> 4) - 8);
-    }
-}
-
-/* Four chunks of 64 elements; chunk c takes qs[32c..32c+31]: low nibbles are sub-block 2c, high 2c+1. */
-static void deq_q4_K(const block_q4_K *b, float *y) {
-    float d = fp16_to_f32(b->d), dmin = fp16_to_f32(b->dmin);
-    uint8_t sc[8], mn[8];
-    q4k_unpack_scales(b->scales, sc, mn);
-    for (int c = 0; c < 4; c++) {
-        const uint8_t *q = b->qs + 32 * c;
-        for (int l = 0; l < 32; l++) {
-            y[64 * c + l] = d * sc[2 * c] * (q[l] & 15) - dmin * mn[2 * c];
-            y[64 * c + 32 + l] = d * sc[2 * c + 1] * (q[l] >> 4) - dmin * mn[2 * c + 1];
-        }
-    }
-}
-
-/* Two halves of 128 elements; in half h, element e = 32k + l (k = 0..3, l = 0..31) takes its low four
- * bits from ql[64h + l + 32(k & 1)] (low nibble for k < 2, high for k >= 2) and its top two bits from
- * qh[32h + l] >> 2k. Value = d * scales[e_global / 16] * (q - 32). */
+/* Q6_K element e as a signed 6-bit value (layout: qt_block_ints) and its inverse for the quantizer. */
 static int q6k_get(const block_q6_K *b, int e) {
     int h = e / 128, k = (e % 128) / 32, l = e % 32;
     int lo = b->ql[64 * h + l + 32 * (k & 1)];
@@ -145,10 +118,109 @@ static void q6k_set(block_q6_K *b, int e, int q) { /* q in [-32, 31]; fields sta
     b->qh[32 * h + l] |= (uint8_t)((u >> 4) << (2 * k));
 }
 
-static void deq_q6_K(const block_q6_K *b, float *y) {
-    float d = fp16_to_f32(b->d);
-    for (int e = 0; e < QK_K; e++) y[e] = d * b->scales[e / 16] * q6k_get(b, e);
+/* ---- the integers of one block
+ *
+ * Every block type is d * S * q - dmin * M per element: q an integer per element, S and M integers per
+ * sub-block of 16 (the 32-element types: one sub-block of 32, S = 1, and dmin * M the float minimum m of
+ * Q4_1 / Q5_1). Element orders follow ggml's dequantize loops; each is spelled out at its case. */
+
+static int bit_of(const uint8_t *bits, int i) { return (bits[i / 8] >> (i % 8)) & 1; }
+
+int qt_block_ints(uint32_t type, const void *blk, int *q, int *sc, int *mn, float *d, float *dmin) {
+    *dmin = 0;
+    switch (type) {
+    case QT_Q8_0: {
+        const block_q8_0 *b = blk;
+        *d = fp16_to_f32(b->d);
+        for (int j = 0; j < 32; j++) q[j] = b->qs[j];
+        return 1;
+    }
+    /* 32-element nibble types: byte j holds element j in its low nibble and j + 16 in its high one; the
+     * Q5 types take bit 4 of element j from bit j of qh (a little-endian 32-bit word). */
+    case QT_Q4_0:
+    case QT_Q4_1:
+    case QT_Q5_0:
+    case QT_Q5_1:
+    case QT_IQ4_NL: {
+        const uint8_t *qs, *qh = NULL;
+        qt_half hd, hm = 0;
+        switch (type) {
+        case QT_Q4_0: hd = ((const block_q4_0 *)blk)->d, qs = ((const block_q4_0 *)blk)->qs; break;
+        case QT_Q4_1: hd = ((const block_q4_1 *)blk)->d, hm = ((const block_q4_1 *)blk)->m, qs = ((const block_q4_1 *)blk)->qs; break;
+        case QT_Q5_0: hd = ((const block_q5_0 *)blk)->d, qs = ((const block_q5_0 *)blk)->qs, qh = ((const block_q5_0 *)blk)->qh; break;
+        case QT_Q5_1:
+            hd = ((const block_q5_1 *)blk)->d, hm = ((const block_q5_1 *)blk)->m;
+            qs = ((const block_q5_1 *)blk)->qs, qh = ((const block_q5_1 *)blk)->qh;
+            break;
+        default: hd = ((const block_iq4_nl *)blk)->d, qs = ((const block_iq4_nl *)blk)->qs; break;
+        }
+        *d = fp16_to_f32(hd), *dmin = fp16_to_f32(hm);
+        for (int j = 0; j < 32; j++) {
+            int v = j < 16 ? qs[j] & 15 : qs[j - 16] >> 4;
+            if (qh) v |= bit_of(qh, j) << 4;
+            q[j] = type == QT_Q4_0 ? v - 8 : type == QT_Q5_0 ? v - 16 : type == QT_IQ4_NL ? kIQ4NL[v] : v;
+        }
+        return 1;
+    }
+    /* Q4_K / Q5_K: eight sub-blocks of 32 (scales and mins: q4k_unpack_scales); element e = 64c + l
+     * (l < 64) takes the low nibble of qs[32c + l] for l < 32, the high one of qs[32c + l - 32] after;
+     * Q5_K adds bit e / 32 of qh[e % 32] as bit 4. */
+    case QT_Q4_K:
+    case QT_Q5_K: {
+        const block_q4_K *b4 = blk;
+        const block_q5_K *b5 = blk;
+        const uint8_t *qs = type == QT_Q4_K ? b4->qs : b5->qs;
+        uint8_t s8[8], m8[8];
+        q4k_unpack_scales(type == QT_Q4_K ? b4->scales : b5->scales, s8, m8);
+        *d = fp16_to_f32(type == QT_Q4_K ? b4->d : b5->d), *dmin = fp16_to_f32(type == QT_Q4_K ? b4->dmin : b5->dmin);
+        for (int e = 0; e < QK_K; e++) {
+            int c = e / 64, l = e % 64, v = l < 32 ? qs[32 * c + l] & 15 : qs[32 * c + l - 32] >> 4;
+            if (type == QT_Q5_K) v |= ((b5->qh[e % 32] >> (e / 32)) & 1) << 4;
+            q[e] = v;
+        }
+        for (int s = 0; s < 16; s++) sc[s] = s8[s / 2], mn[s] = m8[s / 2];
+        return 16;
+    }
+    /* Q6_K: halves of 128; in half h, element 32k + l (k < 4, l < 32) takes its low four bits from
+     * ql[64h + l + 32(k & 1)] (low nibble for k < 2, high for k >= 2) and its top two from qh[32h + l] >> 2k;
+     * q - 32, with the signed 8-bit scales of its sixteen sub-blocks. */
+    case QT_Q6_K: {
+        const block_q6_K *b = blk;
+        *d = fp16_to_f32(b->d);
+        for (int e = 0; e < QK_K; e++) q[e] = q6k_get(b, e);
+        for (int s = 0; s < 16; s++) sc[s] = b->scales[s], mn[s] = 0;
+        return 16;
+    }
+    /* Q3_K: halves of 128; in half h, element 32k + l takes bits 2k, 2k + 1 of qs[32h + l], minus 4 unless
+     * bit e / 32 of hmask[l] is set. Scale s (6 bits, minus 32): low four bits from the low (s < 8) or high
+     * nibble of scales[s % 8], top two from bits 2(s / 4) of scales[8 + s % 4]. */
+    case QT_Q3_K: {
+        const block_q3_K *b = blk;
+        *d = fp16_to_f32(b->d);
+        for (int e = 0; e < QK_K; e++) {
+            int h = e / 128, k = (e % 128) / 32, l = e % 32;
+            q[e] = ((b->qs[32 * h + l] >> (2 * k)) & 3) - ((b->hmask[l] >> (e / 32)) & 1 ? 0 : 4);
+        }
+        for (int s = 0; s < 16; s++) {
+            int lo = s < 8 ? b->scales[s] & 15 : b->scales[s - 8] >> 4, hi = (b->scales[8 + s % 4] >> (2 * (s / 4))) & 3;
+            sc[s] = (lo | hi << 4) - 32, mn[s] = 0;
+        }
+        return 16;
+    }
+    /* Q2_K: element 32k + l of half h is bits 2k, 2k + 1 of qs[32h + l]; sub-block s's scale is the low
+     * nibble of scales[s], its min the high one. */
+    case QT_Q2_K: {
+        const block_q2_K *b = blk;
+        *d = fp16_to_f32(b->d), *dmin = fp16_to_f32(b->dmin);
+        for (int e = 0; e < QK_K; e++) q[e] = (b->qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+        for (int s = 0; s < 16; s++) sc[s] = b->scales[s] & 15, mn[s] = b->scales[s] >> 4;
+        return 16;
+    }
+    }
+    return 0;
 }
+
+/* ---- dequantize: ggml's arithmetic, (d * S) * q - dmin * M, and d * q + m for Q4_1 / Q5_1 */
 
 int qt_dequantize_row(uint32_t type, const void *src, float *y, int64_t n) {
     const qt_traits *t = qt_get(type);
@@ -158,12 +230,19 @@ int qt_dequantize_row(uint32_t type, const void *src, float *y, int64_t n) {
     case QT_F32: memmove(y, src, (size_t)n * 4); return 0;
     case QT_F16: for (int64_t i = 0; i < n; i++) y[i] = fp16_to_f32(((const uint16_t *)src)[i]); return 0;
     case QT_BF16: for (int64_t i = 0; i < n; i++) y[i] = bf16_to_f32(((const uint16_t *)src)[i]); return 0;
-    case QT_Q8_0: for (int64_t i = 0; i < nb; i++) deq_q8_0((const block_q8_0 *)src + i, y + i * 32); return 0;
-    case QT_Q4_0: for (int64_t i = 0; i < nb; i++) deq_q4_0((const block_q4_0 *)src + i, y + i * 32); return 0;
-    case QT_Q4_K: for (int64_t i = 0; i < nb; i++) deq_q4_K((const block_q4_K *)src + i, y + i * QK_K); return 0;
-    case QT_Q6_K: for (int64_t i = 0; i < nb; i++) deq_q6_K((const block_q6_K *)src + i, y + i * QK_K); return 0;
     }
-    return -1;
+    int q[QK_K], sc[16], mn[16];
+    float d, dmin;
+    for (int64_t i = 0; i < nb; i++) {
+        float *out = y + i * t->block;
+        int ns = qt_block_ints(type, (const uint8_t *)src + (size_t)i * (size_t)t->bytes, q, sc, mn, &d, &dmin);
+        if (ns == 1) {
+            for (int j = 0; j < 32; j++) out[j] = type == QT_Q4_1 || type == QT_Q5_1 ? d * q[j] + dmin : d * q[j];
+        } else {
+            for (int e = 0; e < QK_K; e++) out[e] = d * sc[e / 16] * q[e] - dmin * mn[e / 16];
+        }
+    }
+    return 0;
 }
 
 /* ---- quantize */

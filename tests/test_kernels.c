@@ -57,6 +57,41 @@ static void fill_weights(uint32_t type, uint8_t *w, int64_t N, int64_t K) {
                 for (int j = 0; j < 128; j++) b->qs[j] = (uint8_t)rnd();
                 break;
             }
+            case QT_Q4_1:
+            case QT_Q5_0:
+            case QT_Q5_1:
+            case QT_IQ4_NL: { /* d first; Q4_1 / Q5_1: m second; then random bytes */
+                uint8_t *b = row + (size_t)i * (size_t)qt_get(type)->bytes;
+                qt_half d = rnd_scale(1e-3f, 1e-1f, 1), m = rnd_scale(1e-3f, 1.0f, 1);
+                memcpy(b, &d, 2);
+                int first = 2;
+                if (type == QT_Q4_1 || type == QT_Q5_1) memcpy(b + 2, &m, 2), first = 4;
+                for (int j = first; j < qt_get(type)->bytes; j++) b[j] = (uint8_t)rnd();
+                break;
+            }
+            case QT_Q2_K: {
+                block_q2_K *b = (block_q2_K *)row + i;
+                for (int j = 0; j < 16; j++) b->scales[j] = (uint8_t)rnd();
+                for (int j = 0; j < 64; j++) b->qs[j] = (uint8_t)rnd();
+                b->d = rnd_scale(1e-4f, 5e-3f, 1), b->dmin = rnd_scale(1e-4f, 5e-3f, 1);
+                break;
+            }
+            case QT_Q3_K: {
+                block_q3_K *b = (block_q3_K *)row + i;
+                for (int j = 0; j < 32; j++) b->hmask[j] = (uint8_t)rnd();
+                for (int j = 0; j < 64; j++) b->qs[j] = (uint8_t)rnd();
+                for (int j = 0; j < 12; j++) b->scales[j] = (uint8_t)rnd();
+                b->d = rnd_scale(1e-4f, 5e-3f, 1);
+                break;
+            }
+            case QT_Q5_K: {
+                block_q5_K *b = (block_q5_K *)row + i;
+                b->d = rnd_scale(1e-4f, 5e-3f, 1), b->dmin = rnd_scale(1e-4f, 5e-3f, 1);
+                for (int j = 0; j < 12; j++) b->scales[j] = (uint8_t)rnd();
+                for (int j = 0; j < 32; j++) b->qh[j] = (uint8_t)rnd();
+                for (int j = 0; j < 128; j++) b->qs[j] = (uint8_t)rnd();
+                break;
+            }
             case QT_Q6_K: {
                 block_q6_K *b = (block_q6_K *)row + i;
                 b->d = rnd_scale(1e-5f, 5e-4f, 1);
@@ -88,12 +123,24 @@ static void act_values(uint32_t wtype, const void *xq, const float *x, int64_t K
     switch (wtype) {
     case QT_Q8_0:
     case QT_Q4_0:
+    case QT_Q5_0:
+    case QT_IQ4_NL:
         for (int64_t k = 0; k < K; k++) {
             const block_q8_0 *b = (const block_q8_0 *)xq + k / 32;
             out[k] = (double)fp16_to_f32(b->d) * b->qs[k % 32];
         }
         break;
+    case QT_Q4_1:
+    case QT_Q5_1:
+        for (int64_t k = 0; k < K; k++) {
+            const block_q8_s *b = (const block_q8_s *)xq + k / 32;
+            out[k] = (double)fp16_to_f32(b->d) * b->qs[k % 32];
+        }
+        break;
+    case QT_Q2_K:
+    case QT_Q3_K:
     case QT_Q4_K:
+    case QT_Q5_K:
     case QT_Q6_K:
         for (int64_t k = 0; k < K; k++) {
             const block_q8_K *b = (const block_q8_K *)xq + k / QK_K;
@@ -105,7 +152,9 @@ static void act_values(uint32_t wtype, const void *xq, const float *x, int64_t K
     }
 }
 
-static const uint32_t g_types[] = {QT_F32, QT_F16, QT_BF16, QT_Q8_0, QT_Q4_0, QT_Q4_K, QT_Q6_K};
+static const uint32_t g_types[] = {QT_F32,  QT_F16,  QT_BF16,   QT_Q8_0, QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1,
+                                   QT_IQ4_NL, QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K};
+static int is_k_type(uint32_t t) { return qt_get(t)->block == QK_K; }
 static const kn_ops *g_tables[4];
 static int g_ntables;
 
@@ -125,7 +174,7 @@ static void check_quantize_act(uint32_t wtype, const float *x, int64_t K, const 
     }
     free(xq);
     if (wtype == QT_F32 || wtype == QT_F16 || wtype == QT_BF16) return;
-    int blk = (wtype == QT_Q8_0 || wtype == QT_Q4_0) ? 32 : QK_K;
+    int blk = is_k_type(wtype) ? QK_K : 32;
     double *v = malloc((size_t)K * sizeof *v);
     act_values(wtype, xq_ref, x, K, v);
     int bad = 0, bad_sums = 0;
@@ -141,6 +190,11 @@ static void check_quantize_act(uint32_t wtype, const float *x, int64_t K, const 
                 for (int j = 0; j < 16; j++) sum += q->qs[16 * s + j], bad += q->qs[16 * s + j] == -128;
                 bad_sums += sum != q->bsums[s];
             }
+        } else if (wtype == QT_Q4_1 || wtype == QT_Q5_1) {
+            const block_q8_s *q = (const block_q8_s *)xq_ref + b0 / 32;
+            int sum = 0;
+            for (int j = 0; j < 32; j++) sum += q->qs[j], bad += q->qs[j] == -128;
+            bad_sums += sum != q->sum;
         } else {
             const block_q8_0 *q = (const block_q8_0 *)xq_ref + b0 / 32;
             for (int j = 0; j < 32; j++) bad += q->qs[j] == -128;
@@ -177,10 +231,24 @@ static void check_case(uint32_t type, int64_t K, int64_t N, int B, int64_t r0, i
         }
         /* A SIMD kernel may feed the weights in unsigned (q + 8, q + 128) and subtract offset * sum(a)
          * per block; then its float lanes carry terms of that size, and so do its rounding errors. */
-        int off = type == QT_Q4_0 ? 8 : type == QT_Q8_0 ? 128 : 0;
+        /* Q4_1 / Q5_1: the kernels take d * sum(q a) and m * sum(a) apart, and round each */
+        for (int64_t i = 0; (type == QT_Q4_1 || type == QT_Q5_1) && i < K / 32; i++) {
+            int q[32];
+            float d, m;
+            qt_block_ints(type, W + (size_t)r * wrb + (size_t)i * (size_t)qt_get(type)->bytes, q, NULL, NULL, &d, &m);
+            for (int b = 0; b < B; b++) {
+                const block_q8_s *ab = (const block_q8_s *)(act + (size_t)b * arb) + i;
+                double qa = 0;
+                for (int j = 0; j < 32; j++) qa += q[j] * ab->qs[j];
+                mag[(size_t)b * N + r] += fabs(fp16_to_f32(ab->d)) * (fabs(d * qa) + fabs(m * (double)ab->sum));
+            }
+        }
+        int off = type == QT_Q4_0 ? 8 : type == QT_Q5_0 ? 16 : type == QT_Q8_0 || type == QT_IQ4_NL ? 128 : 0;
         for (int64_t i = 0; off && i < K / 32; i++) {
-            double dw = type == QT_Q4_0 ? fabs(fp16_to_f32(((const block_q4_0 *)(W + (size_t)r * wrb))[i].d))
-                                        : fabs(fp16_to_f32(((const block_q8_0 *)(W + (size_t)r * wrb))[i].d));
+            int q[32];
+            float d, dmin;
+            qt_block_ints(type, W + (size_t)r * wrb + (size_t)i * (size_t)qt_get(type)->bytes, q, NULL, NULL, &d, &dmin);
+            double dw = fabs(d);
             for (int b = 0; b < B; b++) {
                 const block_q8_0 *ab = (const block_q8_0 *)(act + (size_t)b * arb) + i;
                 double sa = 0;
@@ -228,8 +296,8 @@ static void test_matmul(void) {
         uint32_t type = g_types[ti];
         const int64_t *Ks = k_float;
         size_t nk = sizeof k_float / sizeof *k_float;
-        if (type == QT_Q8_0 || type == QT_Q4_0) Ks = k_q8, nk = sizeof k_q8 / sizeof *k_q8;
-        if (type == QT_Q4_K || type == QT_Q6_K) Ks = k_k, nk = sizeof k_k / sizeof *k_k;
+        if (qt_get(type)->block == 32) Ks = k_q8, nk = sizeof k_q8 / sizeof *k_q8;
+        if (is_k_type(type)) Ks = k_k, nk = sizeof k_k / sizeof *k_k;
         for (size_t ki = 0; ki < nk; ki++)
             for (size_t ni = 0; ni < sizeof Ns / sizeof *Ns; ni++)
                 for (size_t bi = 0; bi < sizeof Bs / sizeof *Bs; bi++) {
@@ -511,6 +579,11 @@ static void test_invariance(void) {
     check_invariance(QT_BF16, 96, 19, 9);
     check_invariance(QT_Q4_K, 512, 19, 13);
     check_invariance(QT_Q6_K, 768, 19, 13);
+    static const uint32_t more[] = {QT_Q4_1, QT_Q5_0, QT_Q5_1, QT_IQ4_NL, QT_Q2_K, QT_Q3_K, QT_Q5_K};
+    for (size_t i = 0; i < sizeof more / sizeof *more; i++) {
+        check_invariance(more[i], is_k_type(more[i]) ? 512 : 896, 37, 13);
+        check_invariance(more[i], is_k_type(more[i]) ? 4864 : 4864, 19, 5);
+    }
     for (int bits = 4; bits <= 8; bits += 4)
         for (int group = 32; group <= 128; group *= 2) check_invariance_mlx(bits, group, QT_F16, 512, 19, 13);
     check_invariance_mlx(4, 64, QT_BF16, 896, 19, 6);
@@ -842,7 +915,7 @@ static void test_dispatch(void) {
     CHECK(best != NULL && best == kn_best(), "kn_best is stable");
     CHECK(kn_act_row_bytes(QT_Q4_0, 64) == 68 && kn_act_row_bytes(QT_Q6_K, 512) == 584 &&
               kn_act_row_bytes(QT_F16, 5) == 20, "act row bytes");
-    CHECK(kn_act_row_bytes(QT_Q8_0, 33) == 0 && kn_act_row_bytes(QT_Q4_1, 32) == 0 && kn_act_row_bytes(QT_F32, 0) == 0,
+    CHECK(kn_act_row_bytes(QT_Q8_0, 33) == 0 && kn_act_row_bytes(23, 256) == 0 && kn_act_row_bytes(QT_F32, 0) == 0,
           "act row bytes of bad shapes");
 }
 

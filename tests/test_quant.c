@@ -76,9 +76,10 @@ static void test_fp16(void) {
 static void test_traits(void) {
     static const struct { uint32_t id; const char *name; int block, bytes, supported; } known[] = {
         {QT_F32, "F32", 1, 4, 1},        {QT_F16, "F16", 1, 2, 1},       {QT_Q4_0, "Q4_0", 32, 18, 1},
-        {QT_Q4_1, "Q4_1", 32, 20, 0},    {QT_Q5_0, "Q5_0", 32, 22, 0},   {QT_Q5_1, "Q5_1", 32, 24, 0},
-        {QT_Q8_0, "Q8_0", 32, 34, 1},    {QT_Q8_1, "Q8_1", 32, 36, 0},   {QT_Q2_K, "Q2_K", 256, 84, 0},
-        {QT_Q3_K, "Q3_K", 256, 110, 0},  {QT_Q4_K, "Q4_K", 256, 144, 1}, {QT_Q5_K, "Q5_K", 256, 176, 0},
+        {QT_Q4_1, "Q4_1", 32, 20, 1},    {QT_Q5_0, "Q5_0", 32, 22, 1},   {QT_Q5_1, "Q5_1", 32, 24, 1},
+        {QT_Q8_0, "Q8_0", 32, 34, 1},    {QT_Q8_1, "Q8_1", 32, 36, 0},   {QT_Q2_K, "Q2_K", 256, 84, 1},
+        {QT_Q3_K, "Q3_K", 256, 110, 1},  {QT_Q4_K, "Q4_K", 256, 144, 1}, {QT_Q5_K, "Q5_K", 256, 176, 1},
+        {QT_IQ4_NL, "IQ4_NL", 32, 18, 1}, {17, "IQ2_XS", 256, 74, 0},    {23, "IQ4_XS", 256, 136, 0},
         {QT_Q6_K, "Q6_K", 256, 210, 1},  {QT_Q8_K, "Q8_K", 256, 292, 0}, {QT_I8, "I8", 1, 1, 0},
         {QT_I16, "I16", 1, 2, 0},        {QT_I32, "I32", 1, 4, 0},       {QT_I64, "I64", 1, 8, 0},
         {QT_F64, "F64", 1, 8, 0},        {QT_BF16, "BF16", 1, 2, 1},
@@ -109,7 +110,7 @@ static void test_traits(void) {
     CHECK(qt_row_bytes(QT_F32, INT64_MAX) == 0 && qt_row_bytes(QT_F64, INT64_MAX) == 0, "row bytes overflow");
     float x[32] = {0}, y[32];
     uint8_t buf[64];
-    CHECK(qt_quantize_row(QT_Q4_1, x, buf, 32) == -1 && qt_dequantize_row(QT_Q5_K, buf, y, 256) == -1,
+    CHECK(qt_quantize_row(QT_Q4_1, x, buf, 32) == -1 && qt_dequantize_row(23, buf, y, 256) == -1,
           "unsupported types refuse");
     CHECK(qt_quantize_row(QT_Q8_0, x, buf, 31) == -1 && qt_dequantize_row(QT_Q8_0, buf, y, 33) == -1,
           "partial blocks refuse");
@@ -210,6 +211,48 @@ static void test_known_blocks(void) {
     uint16_t bh[2] = {0x3f80, 0xc040};
     qt_dequantize_row(QT_BF16, bh, y, 2);
     CHECK(y[0] == 1 && y[1] == -3, "bf16 row");
+}
+
+/* ---- every block type against gguf-py's dequantization (tests/fixtures/gen/make_quant_ref.py): random
+ * blocks, the values bit for bit; qt_block_ints must describe the same values. */
+
+static void test_gguf_py_reference(void) {
+    FILE *f = fopen("tests/fixtures/quant/blocks.bin", "rb");
+    CHECK(f != NULL, "open tests/fixtures/quant/blocks.bin");
+    if (!f) return;
+    char magic[8];
+    uint32_t nrec = 0;
+    CHECK(fread(magic, 1, 8, f) == 8 && !memcmp(magic, "LQREF01\n", 8) && fread(&nrec, 4, 1, f) == 1, "fixture header");
+    int seen = 0;
+    for (uint32_t r = 0; r < nrec; r++) {
+        uint32_t h[4];
+        if (fread(h, 4, 4, f) != 4) break;
+        const qt_traits *t = qt_get(h[0]);
+        CHECK(t->supported && (uint32_t)t->bytes == h[2] && (uint32_t)t->block == h[3], "record %u: type %u", r, h[0]);
+        if (!t->supported || (uint32_t)t->bytes != h[2] || (uint32_t)t->block != h[3]) break;
+        size_t nb = h[1], ne = nb * h[3];
+        uint8_t *raw = malloc(nb * h[2]);
+        float *want = malloc(ne * 4), *got = malloc(ne * 4);
+        CHECK(fread(raw, h[2], nb, f) == nb && fread(want, 4, ne, f) == ne, "record %u data", r);
+        CHECK(qt_dequantize_row(h[0], raw, got, (int64_t)ne) == 0, "%s dequantize", t->name);
+        int bad = 0, bad_ints = 0;
+        for (size_t i = 0; i < ne; i++) bad += bits_of(got[i]) != bits_of(want[i]);
+        for (size_t i = 0; i < nb; i++) { /* the integers, recombined in double, give the same values */
+            int q[256], sc[16], mn[16];
+            float d, dmin;
+            int ns = qt_block_ints(h[0], raw + i * h[2], q, sc, mn, &d, &dmin);
+            for (uint32_t e = 0; e < h[3]; e++) {
+                double v = ns == 1 ? (double)d * q[e] + dmin : (double)d * sc[e / 16] * q[e] - (double)dmin * mn[e / 16];
+                bad_ints += fabs(v - want[i * h[3] + e]) > 1e-6 * (fabs(v) + fabs(dmin) + 1e-3);
+            }
+        }
+        CHECK(bad == 0 && bad_ints == 0, "%s: %d of %zu values differ from gguf-py, %d from its integers", t->name, bad,
+              ne, bad_ints);
+        seen++;
+        free(raw), free(want), free(got);
+    }
+    CHECK(seen == (int)nrec && nrec >= 11, "fixture records: %d of %u", seen, nrec);
+    fclose(f);
 }
 
 /* ---- ggml's reference quantizers, to the bit */
@@ -517,6 +560,7 @@ int main(void) {
     test_fp16();
     test_traits();
     test_known_blocks();
+    test_gguf_py_reference();
     test_ggml_rounding();
     test_round_trip();
     test_mlx_known();

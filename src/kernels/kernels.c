@@ -28,8 +28,15 @@ size_t kn_act_row_bytes(uint32_t wtype, int64_t K) {
     case QT_F16:
     case QT_BF16: return (size_t)K * sizeof(float);
     case QT_Q8_0:
-    case QT_Q4_0: return K % QK8_0 ? 0 : (size_t)(K / QK8_0) * sizeof(block_q8_0);
+    case QT_Q4_0:
+    case QT_Q5_0:
+    case QT_IQ4_NL: return K % QK8_0 ? 0 : (size_t)(K / QK8_0) * sizeof(block_q8_0);
+    case QT_Q4_1:
+    case QT_Q5_1: return K % QK8_0 ? 0 : (size_t)(K / QK8_0) * sizeof(block_q8_s);
+    case QT_Q2_K:
+    case QT_Q3_K:
     case QT_Q4_K:
+    case QT_Q5_K:
     case QT_Q6_K: return K % QK_K ? 0 : (size_t)(K / QK_K) * sizeof(block_q8_K);
     case KN_P16_Q4_0:
     case KN_P16_Q8_0: return K % QK8_0 ? 0 : (size_t)(K / QK8_0) * (QK8_0 + 3 * 4);

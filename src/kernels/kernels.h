@@ -15,8 +15,9 @@
  * rows of K floats. x is first converted once per row into the "activation format" that pairs with the
  * weight type, so a batch shares one pass over each weight row:
  *   F32, F16, BF16 weights  -> activations stay F32 (K floats)
- *   Q8_0, Q4_0 weights      -> block_q8_0 (int8 with one fp16 scale per 32)
- *   Q4_K, Q6_K weights      -> block_q8_K (int8 with one f32 scale per 256, plus 16-element sums)
+ *   Q8_0, Q4_0, Q5_0, IQ4_NL weights -> block_q8_0 (int8 with one fp16 scale per 32)
+ *   Q4_1, Q5_1 weights      -> block_q8_s (block_q8_0 plus the sum of its quants, for the minimum)
+ *   Q2_K..Q6_K weights      -> block_q8_K (int8 with one f32 scale per 256, plus 16-element sums)
  * K must be a multiple of the weight type's block size (the model loader checks this). */
 size_t kn_act_row_bytes(uint32_t wtype, int64_t K);
 

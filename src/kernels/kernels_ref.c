@@ -47,9 +47,20 @@ static void ref_quantize_act(uint32_t wtype, const float *x, void *xq, int64_t K
     case QT_BF16: memcpy(xq, x, (size_t)K * sizeof(float)); return;
     case QT_Q8_0:
     case QT_Q4_0:
+    case QT_Q5_0:
+    case QT_IQ4_NL:
         for (int64_t i = 0; i < K / QK8_0; i++) {
             block_q8_0 *b = (block_q8_0 *)xq + i;
             b->d = q8_block(x + i * QK8_0, b->qs, NULL);
+        }
+        return;
+    case QT_Q4_1:
+    case QT_Q5_1:
+        for (int64_t i = 0; i < K / QK8_0; i++) {
+            block_q8_s *b = (block_q8_s *)xq + i;
+            int sum;
+            b->d = q8_block(x + i * QK8_0, b->qs, &sum);
+            b->sum = (int16_t)sum;
         }
         return;
     case KN_P16_Q4_0:
@@ -65,7 +76,10 @@ static void ref_quantize_act(uint32_t wtype, const float *x, void *xq, int64_t K
         }
         return;
     }
+    case QT_Q2_K:
+    case QT_Q3_K:
     case QT_Q4_K:
+    case QT_Q5_K:
     case QT_Q6_K:
         for (int64_t i = 0; i < K / QK_K; i++) {
             block_q8_K *b = (block_q8_K *)xq + i;
@@ -83,26 +97,10 @@ static void ref_quantize_act(uint32_t wtype, const float *x, void *xq, int64_t K
     }
 }
 
-static void q4k_scales(const uint8_t *s, int sc[8], int mn[8]) {
-    for (int j = 0; j < 4; j++) {
-        sc[j] = s[j] & 63;
-        mn[j] = s[j + 4] & 63;
-        sc[j + 4] = (s[j + 8] & 15) | ((s[j] >> 6) << 4);
-        mn[j + 4] = (s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4);
-    }
-}
-
-/* Q6_K element e of a super-block as a signed 6-bit value (see quant.c for the layout). */
-static int q6k_at(const block_q6_K *b, int e) {
-    int h = e / 128, k = (e % 128) / 32, l = e % 32;
-    int lo = b->ql[64 * h + l + 32 * (k & 1)];
-    lo = k < 2 ? lo & 15 : lo >> 4;
-    return (lo | ((b->qh[32 * h + l] >> (2 * k)) & 3) << 4) - 32;
-}
-
 /* For the block formats: per block an exact integer dot product, then one float multiply-add with the
- * product of the two scales. Every SIMD table computes the same integers and only sums floats in
- * another order. */
+ * product of the two scales (qt_block_ints gives the integers; the K types weight each 16-element
+ * sub-block's dot by its integer scale, and their minimums, and Q4_1 / Q5_1's, use the activations'
+ * sums). Every SIMD table computes the same integers and only sums floats in another order. */
 static void ref_matmul(uint32_t wtype, const void *W, size_t w_row_bytes, const void *act,
                        size_t act_row_bytes, int B, int64_t K, int64_t r0, int64_t r1, float *y, size_t ldy) {
     const uint8_t *wbase = W, *abase = act;
@@ -123,52 +121,42 @@ static void ref_matmul(uint32_t wtype, const void *W, size_t w_row_bytes, const 
                 break;
             case QT_Q8_0:
             case QT_Q4_0:
+            case QT_Q4_1:
+            case QT_Q5_0:
+            case QT_Q5_1:
+            case QT_IQ4_NL: {
+                const int with_min = wtype == QT_Q4_1 || wtype == QT_Q5_1;
+                const size_t ab_bytes = with_min ? sizeof(block_q8_s) : sizeof(block_q8_0);
                 for (int64_t i = 0; i < K / 32; i++) {
-                    const block_q8_0 *ab = (const block_q8_0 *)a + i;
-                    int wq[32], isum = 0;
-                    float dw;
-                    if (wtype == QT_Q8_0) {
-                        const block_q8_0 *wb = (const block_q8_0 *)w + i;
-                        dw = fp16_to_f32(wb->d);
-                        for (int j = 0; j < 32; j++) wq[j] = wb->qs[j];
-                    } else {
-                        const block_q4_0 *wb = (const block_q4_0 *)w + i;
-                        dw = fp16_to_f32(wb->d);
-                        for (int j = 0; j < 16; j++) wq[j] = (wb->qs[j] & 15) - 8, wq[j + 16] = (wb->qs[j] >> 4) - 8;
-                    }
-                    for (int j = 0; j < 32; j++) isum += wq[j] * ab->qs[j];
-                    sum += dw * fp16_to_f32(ab->d) * (float)isum;
+                    const uint8_t *ab = a + (size_t)i * ab_bytes;
+                    const int8_t *aq = with_min ? ((const block_q8_s *)ab)->qs : ((const block_q8_0 *)ab)->qs;
+                    const float da = fp16_to_f32(with_min ? ((const block_q8_s *)ab)->d : ((const block_q8_0 *)ab)->d);
+                    int q[32], isum = 0;
+                    float dw, mw;
+                    qt_block_ints(wtype, w + (size_t)i * (size_t)qt_get(wtype)->bytes, q, NULL, NULL, &dw, &mw);
+                    for (int j = 0; j < 32; j++) isum += q[j] * aq[j];
+                    sum += dw * da * (float)isum;
+                    if (with_min) sum += mw * da * (float)((const block_q8_s *)ab)->sum;
                 }
                 break;
+            }
+            case QT_Q2_K:
+            case QT_Q3_K:
             case QT_Q4_K:
-                for (int64_t i = 0; i < K / QK_K; i++) {
-                    const block_q4_K *wb = (const block_q4_K *)w + i;
-                    const block_q8_K *ab = (const block_q8_K *)a + i;
-                    int sc[8], mn[8], isum = 0, msum = 0;
-                    q4k_scales(wb->scales, sc, mn);
-                    for (int j = 0; j < 8; j++) {
-                        int s = 0;
-                        for (int l = 0; l < 32; l++) {
-                            int e = 32 * j + l, q = wb->qs[32 * (j / 2) + l];
-                            s += (j & 1 ? q >> 4 : q & 15) * ab->qs[e];
-                        }
-                        isum += sc[j] * s;
-                        msum += mn[j] * (ab->bsums[2 * j] + ab->bsums[2 * j + 1]);
-                    }
-                    sum += fp16_to_f32(wb->d) * ab->d * (float)isum - fp16_to_f32(wb->dmin) * ab->d * (float)msum;
-                }
-                break;
+            case QT_Q5_K:
             case QT_Q6_K:
                 for (int64_t i = 0; i < K / QK_K; i++) {
-                    const block_q6_K *wb = (const block_q6_K *)w + i;
                     const block_q8_K *ab = (const block_q8_K *)a + i;
-                    int isum = 0;
+                    int q[QK_K], sc[16], mn[16], isum = 0, msum = 0;
+                    float d, dmin;
+                    qt_block_ints(wtype, w + (size_t)i * (size_t)qt_get(wtype)->bytes, q, sc, mn, &d, &dmin);
                     for (int s = 0; s < 16; s++) {
                         int t = 0;
-                        for (int l = 0; l < 16; l++) t += q6k_at(wb, 16 * s + l) * ab->qs[16 * s + l];
-                        isum += wb->scales[s] * t;
+                        for (int l = 0; l < 16; l++) t += q[16 * s + l] * ab->qs[16 * s + l];
+                        isum += sc[s] * t;
+                        msum += mn[s] * ab->bsums[s];
                     }
-                    sum += fp16_to_f32(wb->d) * ab->d * (float)isum;
+                    sum += d * ab->d * (float)isum - dmin * ab->d * (float)msum;
                 }
                 break;
             case KN_P16_Q4_0:
