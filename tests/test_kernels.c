@@ -610,6 +610,22 @@ static void check_p16(uint32_t type, int64_t K, int64_t N, int B) {
     int64_t np = (N + 15) / 16;
     kn_pack(pt, W, wrb, N, K, 0, np / 2, P);
     kn_pack(pt, W, wrb, N, K, np / 2, np, P);
+    /* every block comes back as its source bytes, every row as its source row's values */
+    int bad_blk = 0, bad_row = 0;
+    float *wr = malloc((size_t)K * sizeof(float)), *wp = malloc((size_t)K * sizeof(float));
+    for (int64_t r = 0; r < N; r++) {
+        for (int64_t i = 0; i < K / 32; i++) {
+            uint8_t blk[64];
+            kn_p16_block(pt, P, K, r, i, blk);
+            bad_blk += memcmp(blk, W + (size_t)r * wrb + (size_t)i * (size_t)qt_get(type)->bytes, (size_t)qt_get(type)->bytes) != 0;
+        }
+        qt_dequantize_row(type, W + (size_t)r * wrb, wr, K);
+        kn_p16_row(pt, P, K, r, wp);
+        bad_row += memcmp(wr, wp, (size_t)K * sizeof(float)) != 0;
+    }
+    CHECK(bad_blk == 0 && bad_row == 0, "P16 %s K=%lld: %d blocks, %d rows do not read back", qt_get(type)->name,
+          (long long)K, bad_blk, bad_row);
+    free(wr), free(wp);
     for (int b = 0; b < B; b++) {
         fill_act(x, K, b % 5 == 3 ? 3 : (int)(rnd() % 3));
         kn_ref_ops.quantize_act(type, x, act + (size_t)b * arb, K);
@@ -638,8 +654,20 @@ static void check_p16(uint32_t type, int64_t K, int64_t N, int B) {
 
 static void test_p16(void) {
     CHECK(kn_p16_type(QT_Q4_0) == KN_P16_Q4_0 && kn_p16_source(KN_P16_Q8_0) == QT_Q8_0 && !kn_p16_type(QT_Q4_K) &&
-              !kn_pack_panel_bytes(KN_P16_Q4_0, 48),
+              !kn_pack_panel_bytes(KN_P16_Q4_0, 48) && kn_p16_type(QT_Q5_1) == KN_P16_Q5_1 &&
+              kn_p16_source(KN_P16_IQ4_NL) == QT_IQ4_NL && !kn_p16_source(0x100 | QT_Q4_K) && !kn_p16_source(QT_Q4_0),
           "P16 type mapping");
+    /* the panel sizes: 22 bytes per row and block for Q5_0, plus the fp16 minimums for Q5_1 */
+    CHECK(kn_pack_panel_bytes(KN_P16_Q5_0, 64) == 2 * 5 * 64 + 64 && kn_pack_panel_bytes(KN_P16_Q5_1, 4864) == 152 * 320 + 2 * 4864 &&
+              kn_pack_panel_bytes(KN_P16_IQ4_NL, 96) == 3 * 256 + 128,
+          "P16 panel bytes");
+    static const uint32_t more[] = {QT_Q4_1, QT_Q5_0, QT_Q5_1, QT_IQ4_NL};
+    static const int64_t ks_more[] = {32, 896, 1056, 4864};
+    static const int Bs_more[] = {1, 3, 4, 9, 17};
+    for (size_t ti = 0; ti < sizeof more / sizeof *more; ti++)
+        for (size_t ki = 0; ki < sizeof ks_more / sizeof *ks_more; ki++)
+            for (size_t bi = 0; bi < sizeof Bs_more / sizeof *Bs_more; bi++)
+                check_p16(more[ti], ks_more[ki], bi % 2 ? 37 : 48, Bs_more[bi]);
     /* K: one block, 4-block groups cut short, several 32-block chains, the 0.5B shapes (896, 4864), over
      * the decode kernel's 192-block chunk; B: each tile size, two tiles, the panel kernel's range */
     static const int64_t ks[] = {32, 96, 512, 896, 2080, 4864, 6176};

@@ -38,24 +38,43 @@ size_t kn_act_row_bytes(uint32_t wtype, int64_t K) {
     case QT_Q4_K:
     case QT_Q5_K:
     case QT_Q6_K: return K % QK_K ? 0 : (size_t)(K / QK_K) * sizeof(block_q8_K);
-    case KN_P16_Q4_0:
-    case KN_P16_Q8_0: return K % QK8_0 ? 0 : (size_t)(K / QK8_0) * (QK8_0 + 3 * 4);
     }
+    if (kn_p16_source(wtype)) return K % QK8_0 ? 0 : (size_t)(K / QK8_0) * (QK8_0 + 4 * 4);
     return 0;
 }
 
 uint32_t kn_p16_type(uint32_t wtype) {
-    return wtype == QT_Q4_0 ? KN_P16_Q4_0 : wtype == QT_Q8_0 ? KN_P16_Q8_0 : 0;
+    switch (wtype) {
+    case QT_Q8_0:
+    case QT_Q4_0:
+    case QT_Q4_1:
+    case QT_Q5_0:
+    case QT_Q5_1:
+    case QT_IQ4_NL: return 0x100 | wtype;
+    }
+    return 0;
 }
 
-uint32_t kn_p16_source(uint32_t ptype) {
-    return ptype == KN_P16_Q4_0 ? QT_Q4_0 : ptype == KN_P16_Q8_0 ? QT_Q8_0 : 0;
+uint32_t kn_p16_source(uint32_t ptype) { return (ptype & ~0xffu) == 0x100 && kn_p16_type(ptype & 0xff) ? ptype & 0xff : 0; }
+
+int kn_p16_qvecs(uint32_t ptype) {
+    switch (kn_p16_source(ptype)) {
+    case QT_Q8_0: return 8;
+    case QT_Q5_0:
+    case QT_Q5_1: return 5;
+    case 0: return 0;
+    }
+    return 4;
 }
+
+int kn_p16_has_min(uint32_t ptype) { return ptype == KN_P16_Q4_1 || ptype == KN_P16_Q5_1; }
+
+static size_t pad64(size_t n) { return (n + 63) / 64 * 64; }
 
 size_t kn_pack_panel_bytes(uint32_t ptype, int64_t K) {
     if (!kn_p16_source(ptype) || K <= 0 || K % 32) return 0;
-    size_t nb = (size_t)(K / 32), qv = ptype == KN_P16_Q4_0 ? 4 : 8;
-    return nb * qv * 64 + (nb * 32 + 63) / 64 * 64;
+    size_t nb = (size_t)(K / 32);
+    return nb * (size_t)kn_p16_qvecs(ptype) * 64 + pad64(nb * 32) * (kn_p16_has_min(ptype) ? 2 : 1);
 }
 
 size_t kn_pack_bytes(uint32_t ptype, int64_t N, int64_t K) {
@@ -65,40 +84,104 @@ size_t kn_pack_bytes(uint32_t ptype, int64_t N, int64_t K) {
     return np > SIZE_MAX / pb ? 0 : (size_t)np * pb;
 }
 
+/* Byte offsets in a source block of its fp16 minimum, its qh word and its quants (-1: none). */
+static void src_fields(uint32_t t, int *m, int *qh, int *qs) {
+    *m = t == QT_Q4_1 || t == QT_Q5_1 ? 2 : -1;
+    *qh = t == QT_Q5_0 ? 2 : t == QT_Q5_1 ? 4 : -1;
+    *qs = t == QT_Q5_1 ? 8 : t == QT_Q5_0 ? 6 : t == QT_Q4_1 ? 4 : 2;
+}
+
+/* The Q5 types' fifth vector: lane word bit 8j + 4 + t is element 4t + j's bit 4, bit 8j + t element
+ * 16 + 4t + j's (t, j < 4), so a shift by t (or 4 - t) and a mask put each element's bit 4 under its
+ * nibble in the quant vectors' byte order. */
+static uint32_t qh_to_plane(uint32_t qh) {
+    uint32_t v = 0;
+    for (int t = 0; t < 4; t++)
+        for (int j = 0; j < 4; j++) {
+            v |= ((qh >> (4 * t + j)) & 1u) << (8 * j + 4 + t);
+            v |= ((qh >> (16 + 4 * t + j)) & 1u) << (8 * j + t);
+        }
+    return v;
+}
+
+static uint32_t plane_to_qh(uint32_t v) {
+    uint32_t qh = 0;
+    for (int t = 0; t < 4; t++)
+        for (int j = 0; j < 4; j++) {
+            qh |= ((v >> (8 * j + 4 + t)) & 1u) << (4 * t + j);
+            qh |= ((v >> (8 * j + t)) & 1u) << (16 + 4 * t + j);
+        }
+    return qh;
+}
+
 void kn_pack(uint32_t ptype, const void *W, size_t w_row_bytes, int64_t N, int64_t K, int64_t p0, int64_t p1,
              void *dst) {
+    const uint32_t st = kn_p16_source(ptype);
     const size_t pb = kn_pack_panel_bytes(ptype, K);
     const int64_t nb = K / 32;
-    const int q4 = ptype == KN_P16_Q4_0, qv = q4 ? 4 : 8;
-    const size_t bsz = q4 ? sizeof(block_q4_0) : sizeof(block_q8_0);
+    const int qv = kn_p16_qvecs(ptype), nq = st == QT_Q8_0 ? 8 : 4;
+    const size_t bsz = (size_t)qt_get(st)->bytes, qbytes = (size_t)nb * qv * 64;
+    int fm, fqh, fqs;
+    src_fields(st, &fm, &fqh, &fqs);
     for (int64_t p = p0; p < p1; p++) {
         uint8_t *P = (uint8_t *)dst + (size_t)p * pb;
-        uint16_t *sc = (uint16_t *)(P + (size_t)nb * qv * 64);
+        uint16_t *sc = (uint16_t *)(P + qbytes), *mn = (uint16_t *)(P + qbytes + pad64((size_t)nb * 32));
         /* every byte is written once (a fresh map is written as it is first touched) */
-        memset((uint8_t *)sc + nb * 32, 0, pb - (size_t)nb * qv * 64 - (size_t)nb * 32);
+        memset((uint8_t *)sc + nb * 32, 0, pad64((size_t)nb * 32) - (size_t)nb * 32);
+        if (fm >= 0) memset((uint8_t *)mn + nb * 32, 0, pad64((size_t)nb * 32) - (size_t)nb * 32);
         for (int r = 0; r < 16; r++) {
-            if (p * 16 + r >= N) { /* padding rows: zero quants and scales */
-                for (int64_t i = 0; i < nb; i++) {
-                    for (int t = 0; t < qv; t++) memset(P + (size_t)i * qv * 64 + t * 64 + r * 4, 0, 4);
-                    sc[i * 16 + r] = 0;
-                }
-                continue;
-            }
-            const uint8_t *row = (const uint8_t *)W + (size_t)(p * 16 + r) * w_row_bytes;
-            const uint32_t flip = q4 ? 0 : 0x80808080u;
+            const int pad = p * 16 + r >= N; /* padding rows: zero quants and scales */
+            const uint8_t *row = (const uint8_t *)W + (size_t)(pad ? 0 : p * 16 + r) * w_row_bytes;
+            const uint32_t flip = st == QT_Q8_0 ? 0x80808080u : 0;
             for (int64_t i = 0; i < nb; i++) {
-                const uint8_t *blk = row + (size_t)i * bsz; /* fp16 d, then the quants */
+                const uint8_t *blk = row + (size_t)i * bsz;
                 uint8_t *v = P + (size_t)i * qv * 64 + r * 4;
-                for (int t = 0; t < qv; t++) {
-                    uint32_t q;
-                    memcpy(&q, blk + 2 + 4 * t, 4);
-                    q ^= flip;
+                uint32_t q;
+                for (int t = 0; t < nq; t++) {
+                    memcpy(&q, blk + fqs + 4 * t, 4);
+                    q = pad ? 0 : q ^ flip;
                     memcpy(v + t * 64, &q, 4);
                 }
-                memcpy(&sc[i * 16 + r], blk, 2);
+                if (fqh >= 0) {
+                    memcpy(&q, blk + fqh, 4);
+                    q = pad ? 0 : qh_to_plane(q);
+                    memcpy(v + 4 * 64, &q, 4);
+                }
+                uint16_t h = 0;
+                if (!pad) memcpy(&h, blk, 2);
+                sc[i * 16 + r] = h;
+                if (fm >= 0) {
+                    h = 0;
+                    if (!pad) memcpy(&h, blk + fm, 2);
+                    mn[i * 16 + r] = h;
+                }
             }
         }
     }
+}
+
+void kn_p16_block(uint32_t ptype, const void *P, int64_t K, int64_t r, int64_t i, void *blk) {
+    const uint32_t st = kn_p16_source(ptype);
+    const int64_t nb = K / 32;
+    const int qv = kn_p16_qvecs(ptype), nq = st == QT_Q8_0 ? 8 : 4, lane = (int)(r % 16);
+    const uint8_t *pan = (const uint8_t *)P + (size_t)(r / 16) * kn_pack_panel_bytes(ptype, K);
+    const uint8_t *v = pan + (size_t)i * qv * 64 + lane * 4, *sc = pan + (size_t)nb * qv * 64;
+    int fm, fqh, fqs;
+    src_fields(st, &fm, &fqh, &fqs);
+    uint8_t *b = blk;
+    uint32_t q;
+    for (int t = 0; t < nq; t++) {
+        memcpy(&q, v + t * 64, 4);
+        q ^= st == QT_Q8_0 ? 0x80808080u : 0;
+        memcpy(b + fqs + 4 * t, &q, 4);
+    }
+    if (fqh >= 0) {
+        memcpy(&q, v + 4 * 64, 4);
+        q = plane_to_qh(q);
+        memcpy(b + fqh, &q, 4);
+    }
+    memcpy(b, sc + (i * 16 + lane) * 2, 2);
+    if (fm >= 0) memcpy(b + fm, sc + pad64((size_t)nb * 32) + (i * 16 + lane) * 2, 2);
 }
 
 #ifdef KN_X86
@@ -167,18 +250,10 @@ const kn_ops *kn_best(void) {
 }
 
 void kn_p16_row(uint32_t ptype, const void *P, int64_t K, int64_t r, float *y) {
-    const int64_t nb = K / 32;
-    const int q4 = ptype == KN_P16_Q4_0, qv = q4 ? 4 : 8, lane = (int)(r % 16);
-    const uint8_t *pan = (const uint8_t *)P + (size_t)(r / 16) * kn_pack_panel_bytes(ptype, K);
-    const uint8_t *sc = pan + (size_t)nb * qv * 64;
-    for (int64_t i = 0; i < nb; i++) {
-        uint8_t blk[sizeof(block_q8_0)]; /* the source block again: fp16 d, then the quants */
-        memcpy(blk, sc + (i * 16 + lane) * 2, 2);
-        for (int t = 0; t < qv; t++)
-            for (int j = 0; j < 4; j++) {
-                uint8_t q = pan[(size_t)i * qv * 64 + t * 64 + lane * 4 + j];
-                blk[2 + 4 * t + j] = q4 ? q : (uint8_t)(q ^ 0x80);
-            }
-        qt_dequantize_row(kn_p16_source(ptype), blk, y + 32 * i, 32);
+    const uint32_t st = kn_p16_source(ptype);
+    uint8_t blk[sizeof(block_q8_0)]; /* the largest of the source blocks */
+    for (int64_t i = 0; i < K / 32; i++) {
+        kn_p16_block(ptype, P, K, r, i, blk);
+        qt_dequantize_row(st, blk, y + 32 * i, 32);
     }
 }

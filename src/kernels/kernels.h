@@ -21,25 +21,35 @@
  * K must be a multiple of the weight type's block size (the model loader checks this). */
 size_t kn_act_row_bytes(uint32_t wtype, int64_t K);
 
-/* Packed weights ("P16"): a Q8_0 or Q4_0 matrix copied at load into the order the AVX-512 kernel reads,
- * so that a matmul streams one sequential region and needs no regrouping in registers. Not a file format:
- * the ids below are outside ggml's numbering and only ever name memory the model owns.
+/* Packed weights ("P16"): a matrix of a 32-element block type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL)
+ * copied at load into the order the AVX-512 kernel reads, so that a matmul streams one sequential region
+ * and needs no regrouping in registers. Not a file format: the ids below are outside ggml's numbering
+ * and only ever name memory the model owns.
  *   Rows are taken 16 at a time ("panels"; the last is padded with zero rows). Panel p holds, for each
- *   of the nb = K / 32 blocks of its rows, QV 64-byte vectors (QV = 4 for Q4_0, 8 for Q8_0) whose 32-bit
- *   lane r is bytes 4t..4t+3 of row 16p + r's block quants (vector t; Q4_0: the packed nibbles as in the
- *   file, so the low nibbles are elements 4t..4t+3 and the high ones 16 + 4t..; Q8_0: the bytes xor 0x80,
- *   i.e. q + 128 as unsigned bytes), then the blocks' fp16 scales, 16 per block in row order, padded to
- *   64 bytes. kn_pack_panel_bytes gives a panel's size; panel p starts p panels into the matrix.
- *   The weights are the same numbers as the source rows, and matmul gives every output the same bits for a
- *   P16 matrix as for its source (tests/test_kernels.c), so the logits do not depend on the layout.
+ *   of the nb = K / 32 blocks of its rows, QV 64-byte vectors (kn_p16_qvecs: 8 for Q8_0, 5 for the Q5
+ *   types, 4 for the others) whose 32-bit lane r belongs to row 16p + r. Vector t < 4 of the nibble types
+ *   is bytes 4t..4t+3 of the row's block quants as in the file (the low nibbles are elements 4t..4t+3,
+ *   the high ones 16 + 4t..); Q8_0's vector t is its bytes 4t..4t+3 xor 0x80 (q + 128 as unsigned
+ *   bytes); the Q5 types' vector 4 holds the 32 high bits, bit 8j + 4 + t of the lane being element
+ *   4t + j's and bit 8j + t element 16 + 4t + j's (t, j < 4). Then the blocks' fp16 scales d, 16 per block
+ *   in row order, padded to 64 bytes; Q4_1 and Q5_1 then have their fp16 minimums m in the same form.
+ *   kn_pack_panel_bytes gives a panel's size; panel p starts p panels into the matrix.
+ *   The weights are the same numbers as the source rows (kn_p16_block gives a source block back).
  * The activation format of the P16 types ("q8 split", kn_act_row_bytes): the nb blocks' 32 int8 quants
- * each (nb * 32 bytes, as block_q8_0's qs), then nb float scales (each block_q8_0's fp16 d, widened), then
- * nb int32 corrections -8 * sum(qs) and then nb int32 -128 * sum(qs): the weight offsets the unsigned
- * dot products add (Q4_0's nibbles are q + 8, Q8_0's bytes q + 128). */
-enum { KN_P16_Q4_0 = 0x100 | QT_Q4_0, KN_P16_Q8_0 = 0x100 | QT_Q8_0 };
-/* The P16 type of a weight type (0 if it has none), and a P16 type's source type. */
+ * each (nb * 32 bytes, as block_q8_0's qs), then nb float scales (each block_q8_0's fp16 d, widened), nb
+ * int32 corrections -8 * sum(qs), nb int32 -128 * sum(qs) (the weight offsets the unsigned dot products
+ * add: Q4_0's nibbles are q + 8, Q8_0's bytes q + 128, IQ4_NL's levels are taken + 128, Q5_0's 5-bit
+ * values q + 16, twice the first), and nb floats d * sum(qs) (for the minimums). */
+enum {
+    KN_P16_Q4_0 = 0x100 | QT_Q4_0, KN_P16_Q4_1 = 0x100 | QT_Q4_1, KN_P16_Q5_0 = 0x100 | QT_Q5_0,
+    KN_P16_Q5_1 = 0x100 | QT_Q5_1, KN_P16_Q8_0 = 0x100 | QT_Q8_0, KN_P16_IQ4_NL = 0x100 | QT_IQ4_NL
+};
+/* The P16 type of a weight type (0 if it has none), and a P16 type's source type (0 if not a P16 type). */
 uint32_t kn_p16_type(uint32_t wtype);
 uint32_t kn_p16_source(uint32_t ptype);
+/* Quant vectors per block of a P16 type, and whether it stores minimums. */
+int kn_p16_qvecs(uint32_t ptype);
+int kn_p16_has_min(uint32_t ptype);
 /* Bytes of one panel (16 rows of K) and of a whole N x K matrix; 0 if the type has no P16 form or K is
  * not a multiple of 32. */
 size_t kn_pack_panel_bytes(uint32_t ptype, int64_t K);
@@ -48,6 +58,8 @@ size_t kn_pack_bytes(uint32_t ptype, int64_t N, int64_t K);
  * (rows w_row_bytes apart) into panels p0..p1-1 of dst (64-byte aligned). */
 void kn_pack(uint32_t ptype, const void *W, size_t w_row_bytes, int64_t N, int64_t K, int64_t p0, int64_t p1,
              void *dst);
+/* Block i of row r of a P16 matrix as the source type's block (its bytes, at blk). */
+void kn_p16_block(uint32_t ptype, const void *P, int64_t K, int64_t r, int64_t i, void *blk);
 /* Row r of a P16 matrix as floats (K of them), the values qt_dequantize_row gives for the source row. */
 void kn_p16_row(uint32_t ptype, const void *P, int64_t K, int64_t r, float *y);
 /* s[h * s_stride + p] *= scale for h < nh, p < npos, and mx[h] = the maximum of head h's (scalar; for the

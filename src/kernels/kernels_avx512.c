@@ -81,25 +81,44 @@ static void avx512_quantize_act(uint32_t wtype, const float *x, void *xq, int64_
     switch (wtype) {
     case QT_Q8_0:
     case QT_Q4_0:
+    case QT_Q5_0:
+    case QT_IQ4_NL:
         for (int64_t i = 0; i < K / QK8_0; i++) {
             block_q8_0 *b = (block_q8_0 *)xq + i;
             b->d = q8_block(x + 32 * i, b->qs, NULL);
         }
         return;
+    case QT_Q4_1:
+    case QT_Q5_1:
+        for (int64_t i = 0; i < K / QK8_0; i++) {
+            block_q8_s *b = (block_q8_s *)xq + i;
+            int sum;
+            b->d = q8_block(x + 32 * i, b->qs, &sum);
+            b->sum = (int16_t)sum;
+        }
+        return;
     case KN_P16_Q4_0:
-    case KN_P16_Q8_0: { /* the q8 split format (kernels.h) */
+    case KN_P16_Q4_1:
+    case KN_P16_Q5_0:
+    case KN_P16_Q5_1:
+    case KN_P16_Q8_0:
+    case KN_P16_IQ4_NL: { /* the q8 split format (kernels.h) */
         const int64_t nb = K / QK8_0;
         int8_t *qs = xq;
         float *ds = (float *)(qs + nb * QK8_0);
         int32_t *c4 = (int32_t *)(ds + nb), *c8 = c4 + nb;
+        float *dsum = (float *)(c8 + nb);
         for (int64_t i = 0; i < nb; i++) {
             int sum;
             ds[i] = fp16_to_f32(q8_block(x + 32 * i, qs + 32 * i, &sum));
-            c4[i] = -8 * sum, c8[i] = -128 * sum;
+            c4[i] = -8 * sum, c8[i] = -128 * sum, dsum[i] = ds[i] * (float)sum;
         }
         return;
     }
+    case QT_Q2_K:
+    case QT_Q3_K:
     case QT_Q4_K:
+    case QT_Q5_K:
     case QT_Q6_K:
         for (int64_t i = 0; i < K / QK_K; i++) {
             block_q8_K *b = (block_q8_K *)xq + i;
@@ -815,12 +834,14 @@ __attribute__((noinline)) static void mm_q8_rows(uint32_t wt, const uint8_t *W, 
     }
 }
 
-/* ---------------------------------------------------------------- Q4_K / Q6_K weights x q8_K */
+/* ---------------------------------------------------------------- K-quant weights x q8_K */
 
-/* One weight row at a time; a 512-bit vector covers 64 elements. maddubs (unsigned weight x signed
- * activation, no saturation: at most 63 * 127 * 2) gives 16-bit pair sums; vpdpwssd multiplies them by
- * the 16-bit sub-block scales and accumulates 32-bit sums, so one float multiply-add per super-block
- * and activation row remains. */
+/* One weight row at a time; a 512-bit vector covers 64 elements (chunk c: elements 64c..64c+63 in order).
+ * maddubs (unsigned weight x signed activation, no saturation: at most 63 * 127 * 2) gives 16-bit pair
+ * sums; vpdpwssd multiplies them by the 16-bit sub-block scales and accumulates 32-bit sums, so one float
+ * multiply-add per super-block and activation row remains, plus one for the minimums (Q2_K, Q4_K, Q5_K:
+ * dmin * sum over sub-blocks of min * the activations' 16-element sums). Q3_K and Q6_K keep their weights
+ * unsigned (q + 4, q + 32) and take offset * sum(scale * bsum) off the integer sum. */
 INLINE void q4k_scales(const uint8_t *s, uint8_t sc[8], uint8_t mn[8]) {
     uint32_t w0, w1, w2;
     memcpy(&w0, s, 4), memcpy(&w1, s + 4, 4), memcpy(&w2, s + 8, 4);
@@ -830,60 +851,124 @@ INLINE void q4k_scales(const uint8_t *s, uint8_t sc[8], uint8_t mn[8]) {
     memcpy(sc, &s_lo, 4), memcpy(sc + 4, &s_hi, 4), memcpy(mn, &m_lo, 4), memcpy(mn + 4, &m_hi, 4);
 }
 
+/* 32 bytes at p in both halves, each 64-bit word shifted right by lo (low half) or hi (high half) bits. */
+INLINE __m512i bcast_shift(const uint8_t *p, int lo, int hi) {
+    const __m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p));
+    return _mm512_srlv_epi64(v, _mm512_set_epi64(hi, hi, hi, hi, lo, lo, lo, lo));
+}
+
+/* Bit s of every byte of the 32 bytes at p (broadcast to both halves), s = lo in the low half and hi in
+ * the high one, moved to bit `to` of the byte (other bits: garbage) by one rotate of each 64-bit word. */
+INLINE __m512i bcast_bit(__m512i v, int lo, int hi, int to) {
+    const int rl = (to - lo) & 63, rh = (to - hi) & 63;
+    return _mm512_rolv_epi64(v, _mm512_set_epi64(rh, rh, rh, rh, rl, rl, rl, rl));
+}
+
+/* The 16-bit scale of each pair lane of chunk c: sub-blocks of 32 (sc16 words 0..7) or of 16 (0..15). */
+INLINE __m512i scales32(__m512i sc16, int c) {
+    __m512i idx = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16((short)(2 * c))),
+                                     _mm256_set1_epi16((short)(2 * c + 1)), 1);
+    return _mm512_permutexvar_epi16(idx, sc16);
+}
+INLINE __m512i scales16(__m512i sc16, int c) {
+    const __m512i idx = _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1,
+                                         0, 0, 0, 0, 0, 0, 0, 0);
+    return _mm512_permutexvar_epi16(_mm512_add_epi16(idx, _mm512_set1_epi16((short)(4 * c))), sc16);
+}
+
+/* Super-block i of a row: the weights as unsigned bytes (wq), the pair-lane scales (scv), the 16-bit
+ * factors of the sixteen 16-element activation sums (mf: minimums, or scales for the offset types), d,
+ * dmin (0 without minimums) and the integer offset (0, 4 or 32). */
+INLINE void k_decode(uint32_t wt, const uint8_t *w, int64_t i, __m512i *wq, __m512i *scv, __m256i *mf, float *d,
+                     float *dmin, int *off) {
+    const __m512i m4 = _mm512_set1_epi8(15), m3 = _mm512_set1_epi8(3), m16 = _mm512_set1_epi8(16), m8 = _mm512_set1_epi8(4);
+    *dmin = 0, *off = 0;
+    if (wt == QT_Q4_K || wt == QT_Q5_K) {
+        const block_q4_K *p4 = (const block_q4_K *)w + i;
+        const block_q5_K *p5 = (const block_q5_K *)w + i;
+        const uint8_t *qs = wt == QT_Q4_K ? p4->qs : p5->qs;
+        *d = _cvtsh_ss(wt == QT_Q4_K ? p4->d : p5->d), *dmin = _cvtsh_ss(wt == QT_Q4_K ? p4->dmin : p5->dmin);
+        uint8_t sc[8], mn[8];
+        q4k_scales(wt == QT_Q4_K ? p4->scales : p5->scales, sc, mn);
+        __m128i sc8 = _mm_loadl_epi64((const __m128i *)sc), mn8 = _mm_loadl_epi64((const __m128i *)mn);
+        __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(sc8));
+        *mf = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn8, mn8));
+        const __m512i qh = wt == QT_Q5_K ? _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p5->qh)) : m4;
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) {
+            wq[c] = _mm512_and_si512(bcast_shift(qs + 32 * c, 0, 4), m4);
+            if (wt == QT_Q5_K) /* bit 4 of element e: bit e / 32 of qh[e % 32]; wq | (h & 0x10) */
+                wq[c] = _mm512_ternarylogic_epi32(wq[c], bcast_bit(qh, 2 * c, 2 * c + 1, 4), m16, 0xF8);
+            scv[c] = scales32(sc16, c);
+        }
+    } else if (wt == QT_Q6_K) {
+        const block_q6_K *p = (const block_q6_K *)w + i;
+        const __m512i m30 = _mm512_set1_epi8(0x30);
+        const __m512i sh_q6l = _mm512_set_epi64(2, 2, 2, 2, 4, 4, 4, 4), sh_q6h = _mm512_set_epi64(2, 2, 2, 2, 0, 0, 0, 0);
+        *d = _cvtsh_ss(p->d), *off = 32;
+        __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)p->scales));
+        *mf = s16;
+        __m512i sc16 = _mm512_castsi256_si512(s16);
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            __m512i L = _mm512_loadu_si512(p->ql + 64 * h);
+            __m512i H = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(p->qh + 32 * h)));
+            wq[2 * h] = _mm512_or_si512(_mm512_and_si512(L, m4), _mm512_and_si512(_mm512_sllv_epi64(H, sh_q6l), m30));
+            wq[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(L, 4), m4),
+                                            _mm512_and_si512(_mm512_srlv_epi64(H, sh_q6h), m30));
+        }
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) scv[c] = scales16(sc16, c);
+    } else { /* Q3_K, Q2_K: chunk c is half c / 2, bit pairs 2k (low 32 bytes) and 2k + 2 (high), k = 2 (c % 2) */
+        const uint8_t *qs;
+        __m256i sv;
+        __m512i hm = m4;
+        if (wt == QT_Q3_K) {
+            /* scale s = 4j + u (6 bits, minus 32): its low four bits are the low (j < 2) or high nibble of
+             * byte u + 4 (j & 1) of words 0-1, its top two bits 2j, 2j + 1 of byte 8 + u */
+            const block_q3_K *p = (const block_q3_K *)w + i;
+            *d = _cvtsh_ss(p->d), *off = 4, qs = p->qs;
+            hm = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p->hmask));
+            uint32_t a0, a1, a2;
+            memcpy(&a0, p->scales, 4), memcpy(&a1, p->scales + 4, 4), memcpy(&a2, p->scales + 8, 4);
+            const uint32_t k4 = 0x0f0f0f0f, k2 = 0x03030303;
+            __m128i v = _mm_setr_epi32((int)((a0 & k4) | (a2 & k2) << 4), (int)((a1 & k4) | ((a2 >> 2) & k2) << 4),
+                                       (int)(((a0 >> 4) & k4) | ((a2 >> 4) & k2) << 4),
+                                       (int)(((a1 >> 4) & k4) | ((a2 >> 6) & k2) << 4));
+            sv = _mm256_sub_epi16(_mm256_cvtepu8_epi16(v), _mm256_set1_epi16(32));
+            *mf = sv;
+        } else {
+            const block_q2_K *p = (const block_q2_K *)w + i;
+            *d = _cvtsh_ss(p->d), *dmin = _cvtsh_ss(p->dmin), qs = p->qs;
+            __m128i sc8 = _mm_loadu_si128((const __m128i *)p->scales);
+            sv = _mm256_cvtepu8_epi16(_mm_and_si128(sc8, _mm_set1_epi8(15)));
+            *mf = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc8, 4), _mm_set1_epi8(15)));
+        }
+        __m512i sc16 = _mm512_castsi256_si512(sv);
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) {
+            const int h = c / 2, k = 2 * (c % 2);
+            wq[c] = _mm512_and_si512(bcast_shift(qs + 32 * h, 2 * k, 2 * k + 2), m3);
+            if (wt == QT_Q3_K) /* + 4 where bit e / 32 = 4h + k of hmask[e % 32] is set */
+                wq[c] = _mm512_ternarylogic_epi32(wq[c], bcast_bit(hm, 4 * h + k, 4 * h + k + 1, 2), m8, 0xF8);
+            scv[c] = scales16(sc16, c);
+        }
+    }
+}
+
 INLINE void k_tile(uint32_t wt, int nb, const uint8_t *w, const block_q8_K *const *a, int64_t nsb, __m512 *res) {
-    const __m512i m4 = _mm512_set1_epi8(15), m30 = _mm512_set1_epi8(0x30);
-    const __m512i sh_q4 = _mm512_set_epi64(4, 4, 4, 4, 0, 0, 0, 0);
-    const __m512i sh_q6l = _mm512_set_epi64(2, 2, 2, 2, 4, 4, 4, 4), sh_q6h = _mm512_set_epi64(2, 2, 2, 2, 0, 0, 0, 0);
     __m512 acc[TB];
 #pragma GCC unroll 8
     for (int b = 0; b < nb; b++) acc[b] = _mm512_setzero_ps();
-    const size_t bsz = wt == QT_Q4_K ? sizeof(block_q4_K) : sizeof(block_q6_K);
+    const size_t bsz = qt_get(wt)->bytes;
     for (int64_t i = 0; i < nsb; i++) {
 #pragma GCC unroll 4
         for (size_t o = 0; o < bsz; o += 64) _mm_prefetch((const char *)w + PREFETCH + i * bsz + o, _MM_HINT_T0);
         __m512i wq[4], scv[4];
-        __m256i mins16;
-        float d, dmin = 0;
-        if (wt == QT_Q4_K) {
-            const block_q4_K *p = (const block_q4_K *)w + i;
-            d = _cvtsh_ss(p->d), dmin = _cvtsh_ss(p->dmin);
-            uint8_t sc[8], mn[8];
-            q4k_scales(p->scales, sc, mn);
-            __m128i sc8 = _mm_loadl_epi64((const __m128i *)sc), mn8 = _mm_loadl_epi64((const __m128i *)mn);
-            __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(sc8));
-            mins16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn8, mn8));
-#pragma GCC unroll 4
-            for (int c = 0; c < 4; c++) {
-                __m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(p->qs + 32 * c)));
-                wq[c] = _mm512_and_si512(_mm512_srlv_epi64(v, sh_q4), m4);
-                __m512i idx = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16((short)(2 * c))),
-                                                 _mm256_set1_epi16((short)(2 * c + 1)), 1);
-                scv[c] = _mm512_permutexvar_epi16(idx, sc16);
-            }
-        } else {
-            const block_q6_K *p = (const block_q6_K *)w + i;
-            d = _cvtsh_ss(p->d);
-            __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)p->scales));
-            mins16 = s16; /* used for the -32 offset: sum over sub-blocks of scale * bsum */
-            __m512i sc16 = _mm512_castsi256_si512(s16);
-#pragma GCC unroll 2
-            for (int h = 0; h < 2; h++) {
-                __m512i L = _mm512_loadu_si512(p->ql + 64 * h);
-                __m512i H = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(p->qh + 32 * h)));
-                wq[2 * h] = _mm512_or_si512(_mm512_and_si512(L, m4), _mm512_and_si512(_mm512_sllv_epi64(H, sh_q6l), m30));
-                wq[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(L, 4), m4),
-                                                _mm512_and_si512(_mm512_srlv_epi64(H, sh_q6h), m30));
-            }
-#pragma GCC unroll 4
-            for (int c = 0; c < 4; c++) {
-                __m512i idx = _mm512_set_epi16(
-                    4 * c + 3, 4 * c + 3, 4 * c + 3, 4 * c + 3, 4 * c + 3, 4 * c + 3, 4 * c + 3, 4 * c + 3,
-                    4 * c + 2, 4 * c + 2, 4 * c + 2, 4 * c + 2, 4 * c + 2, 4 * c + 2, 4 * c + 2, 4 * c + 2,
-                    4 * c + 1, 4 * c + 1, 4 * c + 1, 4 * c + 1, 4 * c + 1, 4 * c + 1, 4 * c + 1, 4 * c + 1,
-                    4 * c, 4 * c, 4 * c, 4 * c, 4 * c, 4 * c, 4 * c, 4 * c);
-                scv[c] = _mm512_permutexvar_epi16(idx, sc16);
-            }
-        }
+        __m256i mf;
+        float d, dmin;
+        int off;
+        k_decode(wt, w, i, wq, scv, &mf, &d, &dmin, &off);
 #pragma GCC unroll 8
         for (int b = 0; b < nb; b++) {
             const block_q8_K *ab = a[b] + i;
@@ -893,15 +978,11 @@ INLINE void k_tile(uint32_t wt, int nb, const uint8_t *w, const block_q8_K *cons
                 __m512i p16 = _mm512_maddubs_epi16(wq[c], _mm512_loadu_si512(ab->qs + 64 * c));
                 isum = _mm512_dpwssd_epi32(isum, p16, scv[c]);
             }
-            __m256i bs = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)ab->bsums), mins16);
-            if (wt == QT_Q4_K) {
-                acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(d * ab->d), acc[b]);
+            __m256i bs = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)ab->bsums), mf);
+            if (off) isum = _mm512_sub_epi32(isum, _mm512_zextsi256_si512(_mm256_mullo_epi32(bs, _mm256_set1_epi32(off))));
+            acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(d * ab->d), acc[b]);
+            if (wt == QT_Q4_K || wt == QT_Q5_K || wt == QT_Q2_K)
                 acc[b] = _mm512_fnmadd_ps(_mm512_zextps256_ps512(_mm256_cvtepi32_ps(bs)), _mm512_set1_ps(dmin * ab->d), acc[b]);
-            } else {
-                /* weights are stored as q + 32: subtract 32 * sum(scale * bsum) */
-                isum = _mm512_sub_epi32(isum, _mm512_zextsi256_si512(_mm256_slli_epi32(bs, 5)));
-                acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(d * ab->d), acc[b]);
-            }
         }
     }
 #pragma GCC unroll 8
@@ -1111,56 +1192,90 @@ static void avx512_matmul_mlx(int bits, int group, const uint32_t *W, const void
 #define P16_PF_L2 8192
 #endif
 
-/* Block i of the panel into chain[b] for the nb activation rows. */
-INLINE void p16_block(int q4, int nb, const uint8_t *P, const uint8_t *S, int64_t i, const uint8_t *const *qa,
-                      const float *const *da, const int32_t *const *ca, __m512 *chain) {
-    const size_t qbytes = q4 ? 256 : 512;
+/* IQ4_NL's levels + 128, as unsigned bytes (vpdpbusd's unsigned operand; the -128 * sum correction). */
+static const uint8_t g_iq4nl_u8[16] __attribute__((aligned(16))) = {1, 24, 45, 63, 79, 93, 106, 118,
+                                                                  129, 141, 153, 166, 181, 197, 217, 241};
+
+/* Per P16 type (a compile-time constant in every instance): quant vectors per block, and which
+ * correction starts each lane's integer sum (the unsigned weights' offset times the activations' sum). */
+INLINE int p16_qv(uint32_t pt) { return pt == KN_P16_Q8_0 ? 8 : pt == KN_P16_Q5_0 || pt == KN_P16_Q5_1 ? 5 : 4; }
+INLINE int p16_min(uint32_t pt) { return pt == KN_P16_Q4_1 || pt == KN_P16_Q5_1; }
+
+/* The activation rows' q8 split arrays (kernels.h). */
+typedef struct p16_act {
+    const uint8_t *qa[P16_B];
+    const float *da[P16_B], *dsum[P16_B];
+    const int32_t *ca[P16_B];
+} p16_act;
+
+/* Block i of the panel into chain[b] for the nb activation rows. The weights become unsigned bytes in
+ * w[0..7] (elements 4t.. in w[t], 16 + 4t.. in w[4 + t]): Q4_0, Q4_1 their nibbles; the Q5 types add bit
+ * 4 from vector 4 (shifted by t, or 4 - t, under each nibble); IQ4_NL looks its levels + 128 up. */
+INLINE void p16_block(uint32_t pt, int nb, const uint8_t *P, const uint8_t *S, const uint8_t *M, int64_t i,
+                      const p16_act *A, __m512 *chain) {
+    const size_t qbytes = (size_t)p16_qv(pt) * 64;
     const uint8_t *v = P + (size_t)i * qbytes;
 #pragma GCC unroll 8
     for (size_t q = 0; q < qbytes; q += 64) _mm_prefetch((const char *)v + P16_PF + q, _MM_HINT_T0);
-    if (!(i & 1)) _mm_prefetch((const char *)S + (size_t)i * 32 + P16_PF * 32 / qbytes, _MM_HINT_T0);
+    if (!(i & 1)) {
+        _mm_prefetch((const char *)S + (size_t)i * 32 + P16_PF * 32 / qbytes, _MM_HINT_T0);
+        if (p16_min(pt)) _mm_prefetch((const char *)M + (size_t)i * 32 + P16_PF * 32 / qbytes, _MM_HINT_T0);
+    }
     if (nb > 1) {
 #pragma GCC unroll 8
         for (size_t q = 0; q < qbytes; q += 64) _mm_prefetch((const char *)v + P16_PF_L2 + q, _MM_HINT_T1);
     }
     __m512i w[8];
-    if (q4) {
-        const __m512i m4 = _mm512_set1_epi8(15);
+    if (pt == KN_P16_Q8_0) {
+#pragma GCC unroll 8
+        for (int t = 0; t < 8; t++) w[t] = _mm512_load_si512((const void *)(v + 64 * t));
+    } else {
+        const __m512i m4 = _mm512_set1_epi8(15), m16 = _mm512_set1_epi8(16);
+        const __m512i H = pt == KN_P16_Q5_0 || pt == KN_P16_Q5_1 ? _mm512_load_si512((const void *)(v + 256)) : m4;
 #pragma GCC unroll 4
         for (int t = 0; t < 4; t++) {
             __m512i x = _mm512_load_si512((const void *)(v + 64 * t));
             w[t] = _mm512_and_si512(x, m4);
             w[4 + t] = _mm512_and_si512(_mm512_srli_epi16(x, 4), m4);
+            if (pt == KN_P16_Q5_0 || pt == KN_P16_Q5_1) { /* w | (h & 0x10) */
+                w[t] = _mm512_ternarylogic_epi32(w[t], _mm512_srli_epi32(H, t), m16, 0xF8);
+                w[4 + t] = _mm512_ternarylogic_epi32(w[4 + t], _mm512_slli_epi32(H, 4 - t), m16, 0xF8);
+            }
+            if (pt == KN_P16_IQ4_NL) {
+                const __m512i lut = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)g_iq4nl_u8));
+                w[t] = _mm512_shuffle_epi8(lut, w[t]);
+                w[4 + t] = _mm512_shuffle_epi8(lut, w[4 + t]);
+            }
         }
-    } else {
-#pragma GCC unroll 8
-        for (int t = 0; t < 8; t++) w[t] = _mm512_load_si512((const void *)(v + 64 * t));
     }
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(S + (size_t)i * 32)));
+    __m512 mw = _mm512_setzero_ps();
+    if (p16_min(pt)) mw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(M + (size_t)i * 32)));
 #pragma GCC unroll 8
     for (int b = 0; b < nb; b++) {
-        const uint8_t *qs = qa[b] + (size_t)i * 32;
+        const uint8_t *qs = A->qa[b] + (size_t)i * 32;
         /* two chains of four: vpdpbusd's latency would otherwise bound the loop; w[4..7] are elements
-         * 16 + 4t.. (Q4_0's high nibbles, Q8_0's second half) */
-        __m512i s2[2] = {_mm512_set1_epi32(ca[b][i]), _mm512_setzero_si512()};
+         * 16 + 4t.. (the high nibbles, Q8_0's second half) */
+        const int32_t c = p16_min(pt) ? 0 : pt == KN_P16_Q5_0 ? 2 * A->ca[b][i] : A->ca[b][i];
+        __m512i s2[2] = {_mm512_set1_epi32(c), _mm512_setzero_si512()};
 #pragma GCC unroll 8
         for (int t = 0; t < 8; t++) s2[t & 1] = dpbusd_bcast(s2[t & 1], w[t], qs + 4 * t);
         __m512i sum = _mm512_add_epi32(s2[0], s2[1]);
-        chain[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, _mm512_set1_ps(da[b][i])), chain[b]);
+        chain[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, _mm512_set1_ps(A->da[b][i])), chain[b]);
+        if (p16_min(pt)) chain[b] = _mm512_fmadd_ps(mw, _mm512_set1_ps(A->dsum[b][i]), chain[b]);
     }
 }
 
-INLINE void p16_tile(int q4, int nb, const uint8_t *P, int64_t nbk, const uint8_t *act, size_t arb, __m512 *run) {
-    const size_t qbytes = q4 ? 256 : 512;
-    const uint8_t *S = P + (size_t)nbk * qbytes;
-    const uint8_t *qa[P16_B];
-    const float *da[P16_B];
-    const int32_t *ca[P16_B];
+INLINE void p16_tile(uint32_t pt, int nb, const uint8_t *P, int64_t nbk, const uint8_t *act, size_t arb, __m512 *run) {
+    const size_t qbytes = (size_t)p16_qv(pt) * 64;
+    const uint8_t *S = P + (size_t)nbk * qbytes, *M = S + ((size_t)nbk * 32 + 63) / 64 * 64;
+    p16_act A;
 #pragma GCC unroll 8
     for (int b = 0; b < nb; b++) {
-        qa[b] = act + (size_t)b * arb;
-        da[b] = (const float *)(qa[b] + nbk * 32);
-        ca[b] = (const int32_t *)(da[b] + nbk) + (q4 ? 0 : nbk);
+        A.qa[b] = act + (size_t)b * arb;
+        A.da[b] = (const float *)(A.qa[b] + nbk * 32);
+        A.ca[b] = (const int32_t *)(A.da[b] + nbk) + (pt == KN_P16_Q8_0 || pt == KN_P16_IQ4_NL ? nbk : 0);
+        A.dsum[b] = (const float *)((const int32_t *)(A.da[b] + nbk) + 2 * nbk);
         run[b] = _mm512_setzero_ps();
     }
     for (int64_t c0 = 0; c0 < nbk; c0 += PKB) {
@@ -1173,31 +1288,40 @@ INLINE void p16_tile(int q4, int nb, const uint8_t *P, int64_t nbk, const uint8_
          * kept them in memory: B = 4 0.119 against 0.106 ms on 16384 x 512 Q4_0) */
         int64_t i = c0;
         for (; i + 1 < c1; i += 2) {
-            p16_block(q4, nb, P, S, i, qa, da, ca, ev);
-            p16_block(q4, nb, P, S, i + 1, qa, da, ca, od);
+            p16_block(pt, nb, P, S, M, i, &A, ev);
+            p16_block(pt, nb, P, S, M, i + 1, &A, od);
         }
-        if (i < c1) p16_block(q4, nb, P, S, i, qa, da, ca, ev);
+        if (i < c1) p16_block(pt, nb, P, S, M, i, &A, ev);
 #pragma GCC unroll 8
         for (int b = 0; b < nb; b++) run[b] = _mm512_add_ps(run[b], _mm512_add_ps(ev[b], od[b]));
     }
 }
 
-INLINE void p16_tile_nb(int q4, int nb, const uint8_t *P, int64_t nbk, const uint8_t *act, size_t arb, __m512 *run) {
+INLINE void p16_tile_nb(uint32_t pt, int nb, const uint8_t *P, int64_t nbk, const uint8_t *act, size_t arb, __m512 *run) {
     switch (nb) {
-    case 1: p16_tile(q4, 1, P, nbk, act, arb, run); break;
-    case 2: p16_tile(q4, 2, P, nbk, act, arb, run); break;
-    case 3: p16_tile(q4, 3, P, nbk, act, arb, run); break;
-    case 4: p16_tile(q4, 4, P, nbk, act, arb, run); break;
-    case 5: p16_tile(q4, 5, P, nbk, act, arb, run); break;
-    case 6: p16_tile(q4, 6, P, nbk, act, arb, run); break;
-    case 7: p16_tile(q4, 7, P, nbk, act, arb, run); break;
-    default: p16_tile(q4, 8, P, nbk, act, arb, run); break;
+    case 1: p16_tile(pt, 1, P, nbk, act, arb, run); break;
+    case 2: p16_tile(pt, 2, P, nbk, act, arb, run); break;
+    case 3: p16_tile(pt, 3, P, nbk, act, arb, run); break;
+    case 4: p16_tile(pt, 4, P, nbk, act, arb, run); break;
+    case 5: p16_tile(pt, 5, P, nbk, act, arb, run); break;
+    case 6: p16_tile(pt, 6, P, nbk, act, arb, run); break;
+    case 7: p16_tile(pt, 7, P, nbk, act, arb, run); break;
+    default: p16_tile(pt, 8, P, nbk, act, arb, run); break;
     }
 }
 
-INLINE void mm_p16_t(int q4, const uint8_t *W, const uint8_t *act, size_t arb, int B, int64_t K, int64_t r0,
+/* Stores a tile's sums, rows [lo, hi) of the panel at row 16p, onto y's values with `add`. */
+INLINE void p16_store(const __m512 *run, int nb, int64_t p, int64_t r0, int64_t r1, float *y, size_t ldy, int add) {
+    const int64_t lo = LAYA_MAX(r0 - 16 * p, 0), hi = LAYA_MIN(r1 - 16 * p, 16);
+    const __mmask16 m = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
+    for (int b = 0; b < nb; b++) {
+        float *o = y + (size_t)b * ldy + (size_t)(16 * p);
+        _mm512_mask_storeu_ps(o, m, add ? _mm512_add_ps(_mm512_maskz_loadu_ps(m, o), run[b]) : run[b]);
+    }
+}
+
+INLINE void mm_p16_t(uint32_t pt, const uint8_t *W, const uint8_t *act, size_t arb, int B, int64_t K, int64_t r0,
                      int64_t r1, float *y, size_t ldy) {
-    const uint32_t pt = q4 ? KN_P16_Q4_0 : KN_P16_Q8_0;
     const size_t pb = kn_pack_panel_bytes(pt, K);
     const int64_t nbk = K / 32, p0 = r0 / 16, p1 = (r1 + 15) / 16;
     const int64_t pc = B <= P16_B ? p1 - p0 : LAYA_MAX(1, (int64_t)(P16_CHUNK / pb));
@@ -1207,10 +1331,8 @@ INLINE void mm_p16_t(int q4, const uint8_t *W, const uint8_t *act, size_t arb, i
             const int nb = LAYA_MIN(P16_B, B - b0);
             for (int64_t p = c0; p < c1; p++) {
                 __m512 run[P16_B];
-                p16_tile_nb(q4, nb, W + (size_t)p * pb, nbk, act + (size_t)b0 * arb, arb, run);
-                const int64_t lo = LAYA_MAX(r0 - 16 * p, 0), hi = LAYA_MIN(r1 - 16 * p, 16);
-                const __mmask16 m = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
-                for (int b = 0; b < nb; b++) _mm512_mask_storeu_ps(y + (size_t)(b0 + b) * ldy + (size_t)(16 * p), m, run[b]);
+                p16_tile_nb(pt, nb, W + (size_t)p * pb, nbk, act + (size_t)b0 * arb, arb, run);
+                p16_store(run, nb, p, r0, r1, y + (size_t)b0 * ldy, ldy, 0);
             }
         }
     }
@@ -1218,8 +1340,63 @@ INLINE void mm_p16_t(int q4, const uint8_t *W, const uint8_t *act, size_t arb, i
 
 __attribute__((noinline)) static void mm_p16(uint32_t pt, const uint8_t *W, const uint8_t *act, size_t arb, int B,
                                              int64_t K, int64_t r0, int64_t r1, float *y, size_t ldy) {
-    if (pt == KN_P16_Q4_0) mm_p16_t(1, W, act, arb, B, K, r0, r1, y, ldy);
-    else mm_p16_t(0, W, act, arb, B, K, r0, r1, y, ldy);
+    switch (pt) {
+    case KN_P16_Q4_0: mm_p16_t(KN_P16_Q4_0, W, act, arb, B, K, r0, r1, y, ldy); return;
+    case KN_P16_Q4_1: mm_p16_t(KN_P16_Q4_1, W, act, arb, B, K, r0, r1, y, ldy); return;
+    case KN_P16_Q5_0: mm_p16_t(KN_P16_Q5_0, W, act, arb, B, K, r0, r1, y, ldy); return;
+    case KN_P16_Q5_1: mm_p16_t(KN_P16_Q5_1, W, act, arb, B, K, r0, r1, y, ldy); return;
+    case KN_P16_IQ4_NL: mm_p16_t(KN_P16_IQ4_NL, W, act, arb, B, K, r0, r1, y, ldy); return;
+    default: mm_p16_t(KN_P16_Q8_0, W, act, arb, B, K, r0, r1, y, ldy); return;
+    }
+}
+
+/* Q4_1, Q5_0, Q5_1 and IQ4_NL matrices that were not packed at load (LAYA_PACK=0, or no memory for the
+ * copy), with their own activation format (block_q8_0 / block_q8_s): each 16-row panel is packed here
+ * PKB blocks of K at a time into a stack buffer, the activations of up to P16_B rows regrouped into the
+ * q8 split format of those blocks, and both run through the P16 kernel. Each piece of PKB blocks is one
+ * of that kernel's float chunks and is added to the output in K order, so the outputs are the bits the
+ * packed matrix gives. Slower than the packed matrix: the packing is redone on every call. */
+#define SRC_BUF (PKB * 5 * 64 + 2 * PKB * 32)
+static void mm_p16_src(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act, size_t arb, int B, int64_t K,
+                       int64_t r0, int64_t r1, float *y, size_t ldy) {
+    const uint32_t pt = kn_p16_type(wt);
+    const int64_t nbk = K / 32;
+    const size_t bsz = (size_t)qt_get(wt)->bytes, absz = p16_min(pt) ? sizeof(block_q8_s) : sizeof(block_q8_0);
+    const size_t sarb = PKB * (32 + 16); /* one piece's q8 split row */
+    uint8_t wbuf[SRC_BUF] __attribute__((aligned(64)));
+    uint8_t abuf[P16_B * PKB * (32 + 16)] __attribute__((aligned(64)));
+    for (int64_t p = r0 / 16; p < (r1 + 15) / 16; p++) {
+        const int64_t rows = LAYA_MIN(r1, 16 * p + 16) - 16 * p;
+        for (int64_t k0 = 0; k0 < nbk; k0 += PKB) {
+            const int kn = (int)LAYA_MIN(PKB, nbk - k0);
+            kn_pack(pt, W + (size_t)(16 * p) * wrb + (size_t)k0 * bsz, wrb, rows, 32 * kn, 0, 1, wbuf);
+            for (int b0 = 0; b0 < B; b0 += P16_B) {
+                const int nb = LAYA_MIN(P16_B, B - b0);
+                for (int b = 0; b < nb; b++) {
+                    int8_t *qs = (int8_t *)(abuf + (size_t)b * sarb);
+                    float *ds = (float *)(qs + kn * 32), *dsum = (float *)((int32_t *)(ds + kn) + 2 * kn);
+                    int32_t *c4 = (int32_t *)(ds + kn), *c8 = c4 + kn;
+                    for (int i = 0; i < kn; i++) {
+                        const uint8_t *ab = act + (size_t)(b0 + b) * arb + (size_t)(k0 + i) * absz;
+                        const int8_t *aq = p16_min(pt) ? ((const block_q8_s *)ab)->qs : ((const block_q8_0 *)ab)->qs;
+                        int sum = 0;
+                        memcpy(qs + 32 * i, aq, 32);
+                        for (int j = 0; j < 32; j++) sum += aq[j];
+                        ds[i] = fp16_to_f32(*(const qt_half *)ab);
+                        c4[i] = -8 * sum, c8[i] = -128 * sum, dsum[i] = ds[i] * (float)sum;
+                    }
+                }
+                __m512 run[P16_B];
+                switch (pt) {
+                case KN_P16_Q4_1: p16_tile_nb(KN_P16_Q4_1, nb, wbuf, kn, abuf, sarb, run); break;
+                case KN_P16_Q5_0: p16_tile_nb(KN_P16_Q5_0, nb, wbuf, kn, abuf, sarb, run); break;
+                case KN_P16_Q5_1: p16_tile_nb(KN_P16_Q5_1, nb, wbuf, kn, abuf, sarb, run); break;
+                default: p16_tile_nb(KN_P16_IQ4_NL, nb, wbuf, kn, abuf, sarb, run); break;
+                }
+                p16_store(run, nb, p, r0, r1, y + (size_t)b0 * ldy, ldy, k0 > 0);
+            }
+        }
+    }
 }
 
 /* ---------------------------------------------------------------- table */
@@ -1239,8 +1416,19 @@ static void avx512_matmul(uint32_t wtype, const void *W, size_t w_row_bytes, con
         else mm_q8(QT_Q4_0, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy);
         return;
     case KN_P16_Q4_0:
-    case KN_P16_Q8_0: mm_p16(wtype, W, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
+    case KN_P16_Q4_1:
+    case KN_P16_Q5_0:
+    case KN_P16_Q5_1:
+    case KN_P16_Q8_0:
+    case KN_P16_IQ4_NL: mm_p16(wtype, W, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
+    case QT_Q4_1:
+    case QT_Q5_0:
+    case QT_Q5_1:
+    case QT_IQ4_NL: mm_p16_src(wtype, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
+    case QT_Q2_K: mm_k(QT_Q2_K, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
+    case QT_Q3_K: mm_k(QT_Q3_K, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
     case QT_Q4_K: mm_k(QT_Q4_K, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
+    case QT_Q5_K: mm_k(QT_Q5_K, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
     case QT_Q6_K: mm_k(QT_Q6_K, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
     default: kn_ref_ops.matmul(wtype, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
     }

@@ -64,15 +64,20 @@ static void ref_quantize_act(uint32_t wtype, const float *x, void *xq, int64_t K
         }
         return;
     case KN_P16_Q4_0:
-    case KN_P16_Q8_0: { /* the q8 split format (kernels.h): quants, widened scales, two corrections */
+    case KN_P16_Q4_1:
+    case KN_P16_Q5_0:
+    case KN_P16_Q5_1:
+    case KN_P16_Q8_0:
+    case KN_P16_IQ4_NL: { /* the q8 split format (kernels.h): quants, widened scales, corrections, d * sum */
         int64_t nb = K / QK8_0;
         int8_t *qs = xq;
         float *ds = (float *)(qs + nb * QK8_0);
         int32_t *c4 = (int32_t *)(ds + nb), *c8 = c4 + nb;
+        float *dsum = (float *)(c8 + nb);
         for (int64_t i = 0; i < nb; i++) {
             int sum;
             ds[i] = fp16_to_f32(q8_block(x + i * QK8_0, qs + i * QK8_0, &sum));
-            c4[i] = -8 * sum, c8[i] = -128 * sum;
+            c4[i] = -8 * sum, c8[i] = -128 * sum, dsum[i] = ds[i] * (float)sum;
         }
         return;
     }
@@ -95,6 +100,17 @@ static void ref_quantize_act(uint32_t wtype, const float *x, void *xq, int64_t K
         }
         return;
     }
+}
+
+/* One 32-element block's part of a dot product, added to *sum: dw * da * (exact integer dot), then for
+ * Q4_1 / Q5_1 m * da * (the activations' quant sum). */
+static void block32_dot(uint32_t wtype, const uint8_t *wblk, const int8_t *aq, float da, int asum, float *sum) {
+    int q[32], isum = 0;
+    float dw, mw;
+    qt_block_ints(wtype, wblk, q, NULL, NULL, &dw, &mw);
+    for (int j = 0; j < 32; j++) isum += q[j] * aq[j];
+    *sum += dw * da * (float)isum;
+    if (wtype == QT_Q4_1 || wtype == QT_Q5_1) *sum += mw * da * (float)asum;
 }
 
 /* For the block formats: per block an exact integer dot product, then one float multiply-add with the
@@ -129,14 +145,10 @@ static void ref_matmul(uint32_t wtype, const void *W, size_t w_row_bytes, const 
                 const size_t ab_bytes = with_min ? sizeof(block_q8_s) : sizeof(block_q8_0);
                 for (int64_t i = 0; i < K / 32; i++) {
                     const uint8_t *ab = a + (size_t)i * ab_bytes;
-                    const int8_t *aq = with_min ? ((const block_q8_s *)ab)->qs : ((const block_q8_0 *)ab)->qs;
-                    const float da = fp16_to_f32(with_min ? ((const block_q8_s *)ab)->d : ((const block_q8_0 *)ab)->d);
-                    int q[32], isum = 0;
-                    float dw, mw;
-                    qt_block_ints(wtype, w + (size_t)i * (size_t)qt_get(wtype)->bytes, q, NULL, NULL, &dw, &mw);
-                    for (int j = 0; j < 32; j++) isum += q[j] * aq[j];
-                    sum += dw * da * (float)isum;
-                    if (with_min) sum += mw * da * (float)((const block_q8_s *)ab)->sum;
+                    const block_q8_s *as = (const block_q8_s *)ab;
+                    const block_q8_0 *a0 = (const block_q8_0 *)ab;
+                    block32_dot(wtype, w + (size_t)i * (size_t)qt_get(wtype)->bytes, with_min ? as->qs : a0->qs,
+                                fp16_to_f32(with_min ? as->d : a0->d), with_min ? as->sum : 0, &sum);
                 }
                 break;
             }
@@ -160,23 +172,19 @@ static void ref_matmul(uint32_t wtype, const void *W, size_t w_row_bytes, const 
                 }
                 break;
             case KN_P16_Q4_0:
-            case KN_P16_Q8_0: { /* w is unused: the row's lane of its panel (kernels.h) */
+            case KN_P16_Q4_1:
+            case KN_P16_Q5_0:
+            case KN_P16_Q5_1:
+            case KN_P16_Q8_0:
+            case KN_P16_IQ4_NL: { /* w is unused: the row's lane of its panel, as the source's blocks */
                 const int64_t nb = K / 32;
-                const int q4 = wtype == KN_P16_Q4_0, qv = q4 ? 4 : 8, lane = (int)(r % 16);
-                const uint8_t *P = wbase + (size_t)(r / 16) * kn_pack_panel_bytes(wtype, K);
-                const uint16_t *sc = (const uint16_t *)(P + (size_t)nb * qv * 64);
                 const int8_t *aq = (const int8_t *)a;
                 const float *ad = (const float *)(aq + nb * 32);
+                const int32_t *c4 = (const int32_t *)(ad + nb);
                 for (int64_t i = 0; i < nb; i++) {
-                    const uint8_t *v = P + (size_t)i * qv * 64 + 4 * lane;
-                    int isum = 0;
-                    for (int t = 0; t < qv; t++)
-                        for (int j = 0; j < 4; j++) {
-                            int q = v[t * 64 + j];
-                            if (q4) isum += ((q & 15) - 8) * aq[32 * i + 4 * t + j] + ((q >> 4) - 8) * aq[32 * i + 16 + 4 * t + j];
-                            else isum += (q - 128) * aq[32 * i + 4 * t + j];
-                        }
-                    sum += fp16_to_f32(sc[16 * i + lane]) * ad[i] * (float)isum;
+                    uint8_t blk[sizeof(block_q8_0)];
+                    kn_p16_block(wtype, wbase, K, r, i, blk);
+                    block32_dot(kn_p16_source(wtype), blk, aq + 32 * i, ad[i], -c4[i] / 8, &sum);
                 }
                 break;
             }
