@@ -47,7 +47,8 @@ $(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/liblaya.a
 
 # Parity fixtures: the committed F16 exports, decompressed, and F32/Q8_0/Q4_0 made from them by Laya.
 FIXTURE_MODELS := llama qwen2 qwen3
-FIXTURES := $(foreach m,$(FIXTURE_MODELS),$(foreach t,f16 f32 q8_0 q4_0,$(BUILD)/fixtures/tiny-$(m)-$(t).gguf))
+FIXTURE_TYPES := f16 f32 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl
+FIXTURES := $(foreach m,$(FIXTURE_MODELS),$(foreach t,$(FIXTURE_TYPES),$(BUILD)/fixtures/tiny-$(m)-$(t).gguf))
 $(BUILD)/fixtures/tiny-%-f16.gguf: tests/fixtures/models/tiny-%-f16.gguf.xz
 	@mkdir -p $(dir $@)
 	xz -dc $< > $@.tmp && mv $@.tmp $@
@@ -57,6 +58,14 @@ $(BUILD)/fixtures/tiny-%-q8_0.gguf: $(BUILD)/fixtures/tiny-%-f16.gguf $(BUILD)/l
 	$(BUILD)/laya quantize $< $@ Q8_0 > /dev/null
 $(BUILD)/fixtures/tiny-%-q4_0.gguf: $(BUILD)/fixtures/tiny-%-f16.gguf $(BUILD)/laya
 	$(BUILD)/laya quantize $< $@ Q4_0 > /dev/null
+$(BUILD)/fixtures/tiny-%-q4_1.gguf: $(BUILD)/fixtures/tiny-%-f16.gguf $(BUILD)/laya
+	$(BUILD)/laya quantize $< $@ Q4_1 > /dev/null
+$(BUILD)/fixtures/tiny-%-q5_0.gguf: $(BUILD)/fixtures/tiny-%-f16.gguf $(BUILD)/laya
+	$(BUILD)/laya quantize $< $@ Q5_0 > /dev/null
+$(BUILD)/fixtures/tiny-%-q5_1.gguf: $(BUILD)/fixtures/tiny-%-f16.gguf $(BUILD)/laya
+	$(BUILD)/laya quantize $< $@ Q5_1 > /dev/null
+$(BUILD)/fixtures/tiny-%-iq4_nl.gguf: $(BUILD)/fixtures/tiny-%-f16.gguf $(BUILD)/laya
+	$(BUILD)/laya quantize $< $@ IQ4_NL > /dev/null
 
 # Hugging Face / MLX model directories, unpacked.
 HF_MODELS := hf-llama-bf16 hf-qwen2-f32 hf-qwen3-bf16 mlx-llama mlx-qwen3

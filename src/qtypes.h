@@ -54,7 +54,8 @@ int qt_from_name(const char *name);
 size_t qt_row_bytes(uint32_t type, int64_t n);
 
 /* Scalar reference conversions of a row of n elements (n a multiple of the block size).
- * quantize supports F32, F16, BF16, Q8_0, Q4_0 (what `laya quantize` writes), plus Q4_K/Q6_K for tests;
+ * quantize supports F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL (what `laya quantize` writes), plus
+ * Q4_K/Q6_K for tests;
  * dequantize supports every type with supported != 0. Rounding follows ggml's reference quantizers. */
 int qt_quantize_row(uint32_t type, const float *x, void *dst, int64_t n);
 int qt_dequantize_row(uint32_t type, const void *src, float *y, int64_t n);

@@ -273,6 +273,63 @@ static void quant_q4_0(const float *x, block_q4_0 *b) {
     }
 }
 
+/* ggml's reference quantizers of the types with a minimum: d = (max - min) / (2^bits - 1), m = min,
+ * q = min(2^bits - 1, trunc((x - min) / d + 0.5)). Q5's bit 4 of element j goes to bit j of qh. */
+static void quant_min_type(const float *x, uint32_t type, uint8_t *dst) {
+    const int q5 = type == QT_Q5_1, top = q5 ? 31 : 15;
+    float lo = x[0], hi = x[0];
+    for (int i = 1; i < 32; i++) lo = fminf(lo, x[i]), hi = fmaxf(hi, x[i]);
+    float d = (hi - lo) / top, id = d ? 1 / d : 0;
+    qt_half hd = f32_to_fp16(d), hm = f32_to_fp16(lo);
+    uint8_t *qs = dst + (q5 ? 8 : 4);
+    uint32_t qh = 0;
+    memcpy(dst, &hd, 2), memcpy(dst + 2, &hm, 2);
+    for (int j = 0; j < 16; j++) {
+        int a = LAYA_MIN(top, (int)((x[j] - lo) * id + 0.5f)), b = LAYA_MIN(top, (int)((x[j + 16] - lo) * id + 0.5f));
+        qs[j] = (uint8_t)((a & 15) | (b & 15) << 4);
+        qh |= (uint32_t)(a >> 4) << j | (uint32_t)(b >> 4) << (j + 16);
+    }
+    if (q5) memcpy(dst + 4, &qh, 4);
+}
+
+/* ggml's reference Q5_0: the value of largest magnitude maps to -16, q = min(31, trunc(x / d + 16.5)). */
+static void quant_q5_0(const float *x, block_q5_0 *b) {
+    float amax = 0, max = 0;
+    for (int i = 0; i < 32; i++)
+        if (fabsf(x[i]) > amax) amax = fabsf(x[i]), max = x[i];
+    float d = max / -16, id = d ? 1 / d : 0;
+    uint32_t qh = 0;
+    b->d = f32_to_fp16(d);
+    for (int j = 0; j < 16; j++) {
+        int lo = LAYA_MIN(31, (int)(x[j] * id + 16.5f)), hi = LAYA_MIN(31, (int)(x[j + 16] * id + 16.5f));
+        b->qs[j] = (uint8_t)((lo & 15) | (hi & 15) << 4);
+        qh |= (uint32_t)(lo >> 4) << j | (uint32_t)(hi >> 4) << (j + 16);
+    }
+    memcpy(b->qh, &qh, 4);
+}
+
+/* Not ggml's searching quantizer: the value of largest magnitude maps to the level -127 (or 113 for a
+ * positive one, whichever keeps every value in range), every value to its nearest level. */
+static void quant_iq4_nl(const float *x, block_iq4_nl *b) {
+    float amax = 0, max = 0;
+    for (int i = 0; i < 32; i++)
+        if (fabsf(x[i]) > amax) amax = fabsf(x[i]), max = x[i];
+    float d = max / -127;
+    b->d = f32_to_fp16(d);
+    d = fp16_to_f32(b->d);
+    uint8_t idx[32];
+    for (int j = 0; j < 32; j++) {
+        int best = 0;
+        float be = INFINITY;
+        for (int k = 0; k < 16; k++) {
+            float e = fabsf(x[j] - d * kIQ4NL[k]);
+            if (e < be) be = e, best = k;
+        }
+        idx[j] = (uint8_t)best;
+    }
+    for (int j = 0; j < 16; j++) b->qs[j] = (uint8_t)(idx[j] | idx[j + 16] << 4);
+}
+
 /* Not ggml's searching quantizer: one pass per sub-block of 32 mapping [min(0, lo), hi] onto 0..15, the
  * 6-bit scales rounded up so no value overflows its range. Good enough for tests and tools. */
 static void quant_q4_K(const float *x, block_q4_K *b) {
@@ -334,6 +391,10 @@ int qt_quantize_row(uint32_t type, const float *x, void *dst, int64_t n) {
     case QT_BF16: for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = f32_to_bf16(x[i]); return 0;
     case QT_Q8_0: for (int64_t i = 0; i < nb; i++) quant_q8_0(x + i * 32, (block_q8_0 *)dst + i); return 0;
     case QT_Q4_0: for (int64_t i = 0; i < nb; i++) quant_q4_0(x + i * 32, (block_q4_0 *)dst + i); return 0;
+    case QT_Q4_1: for (int64_t i = 0; i < nb; i++) quant_min_type(x + i * 32, type, (uint8_t *)dst + i * 20); return 0;
+    case QT_Q5_1: for (int64_t i = 0; i < nb; i++) quant_min_type(x + i * 32, type, (uint8_t *)dst + i * 24); return 0;
+    case QT_Q5_0: for (int64_t i = 0; i < nb; i++) quant_q5_0(x + i * 32, (block_q5_0 *)dst + i); return 0;
+    case QT_IQ4_NL: for (int64_t i = 0; i < nb; i++) quant_iq4_nl(x + i * 32, (block_iq4_nl *)dst + i); return 0;
     case QT_Q4_K: for (int64_t i = 0; i < nb; i++) quant_q4_K(x + i * QK_K, (block_q4_K *)dst + i); return 0;
     case QT_Q6_K: for (int64_t i = 0; i < nb; i++) quant_q6_K(x + i * QK_K, (block_q6_K *)dst + i); return 0;
     }

@@ -15,19 +15,23 @@ static uint32_t ftype_of(uint32_t qtype) {
     switch (qtype) {
     case QT_F16: return 1;
     case QT_Q4_0: return 2;
+    case QT_Q4_1: return 3;
     case QT_Q8_0: return 7;
+    case QT_Q5_0: return 8;
+    case QT_Q5_1: return 9;
+    case QT_IQ4_NL: return 25;
     default: return 0;
     }
 }
 
 /* The type a tensor gets: matrices the target when their rows are whole blocks of it (otherwise they keep
- * their encoding, which the file already proved valid), everything 1-D F32. As llama.cpp does for its 4-bit
+ * their encoding, which the file already proved valid), everything 1-D F32. As llama.cpp does for its 4- and 5-bit
  * files, the output matrix (or the token embedding when it doubles as the output) stays at 6 or 8 bits:
  * it decides every logit, it is where 4-bit rounding costs the most top-1 agreement, and it is one matrix
  * of many. */
 static uint32_t target_type(const gguf_tensor *t, uint32_t target, int is_output) {
     if (t->n_dims == 1) return QT_F32;
-    if (is_output && target == QT_Q4_0 && t->n_dims == 2)
+    if (is_output && target != QT_F32 && target != QT_F16 && target != QT_Q8_0 && t->n_dims == 2)
         return t->ne[0] % QK_K == 0 ? QT_Q6_K : t->ne[0] % QK8_0 == 0 ? QT_Q8_0 : t->type;
     if (t->n_dims == 2 && t->ne[0] % qt_get(target)->block == 0) return target;
     return t->type;
@@ -108,9 +112,10 @@ laya_status laya_quantize_file(const char *in_path, const char *out_path, const 
     if (!in_path || !out_path || !type)
         return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "laya_quantize_file: NULL argument");
     int target = qt_from_name(type);
-    if (target != QT_F32 && target != QT_F16 && target != QT_Q8_0 && target != QT_Q4_0)
-        return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "unsupported type '%s' (use F32, F16, Q8_0 or Q4_0)",
-                        type);
+    if (target != QT_F32 && target != QT_F16 && target != QT_Q8_0 && target != QT_Q4_0 && target != QT_Q4_1 &&
+        target != QT_Q5_0 && target != QT_Q5_1 && target != QT_IQ4_NL)
+        return laya_err(err, errlen, LAYA_ERR_INVALID_ARG,
+                        "unsupported type '%s' (use F32, F16, Q8_0, Q5_0, Q5_1, Q4_0, Q4_1 or IQ4_NL)", type);
     gguf_file *f = NULL;
     char msg[LAYA_ERR_MSG_MAX];
     laya_status st = gguf_open(in_path, &f, msg, sizeof msg);

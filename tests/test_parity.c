@@ -169,6 +169,13 @@ int main(void) {
         double a4 = check_model(names[i], "q4_0", &r, 0);
         CHECK(a8 >= 0.95, "%s Q8_0 top-1 agreement %.3f < 0.95", names[i], a8);
         CHECK(a4 >= 0.85, "%s Q4_0 top-1 agreement %.3f < 0.85", names[i], a4);
+        /* the other 32-element types, written by `laya quantize` (the output matrix at 8 bits) */
+        static const struct { const char *t; double min; } more[] = {
+            {"q5_0", 0.90}, {"q5_1", 0.90}, {"q4_1", 0.85}, {"iq4_nl", 0.85}};
+        for (size_t k = 0; k < sizeof more / sizeof *more; k++) {
+            double a = check_model(names[i], more[k].t, &r, 0);
+            CHECK(a >= more[k].min, "%s %s top-1 agreement %.3f < %.2f", names[i], more[k].t, a, more[k].min);
+        }
     }
     return DONE("test_parity");
 }

@@ -110,7 +110,7 @@ static void test_traits(void) {
     CHECK(qt_row_bytes(QT_F32, INT64_MAX) == 0 && qt_row_bytes(QT_F64, INT64_MAX) == 0, "row bytes overflow");
     float x[32] = {0}, y[32];
     uint8_t buf[64];
-    CHECK(qt_quantize_row(QT_Q4_1, x, buf, 32) == -1 && qt_dequantize_row(23, buf, y, 256) == -1,
+    CHECK(qt_quantize_row(QT_Q5_K, x, buf, 256) == -1 && qt_dequantize_row(23, buf, y, 256) == -1,
           "unsupported types refuse");
     CHECK(qt_quantize_row(QT_Q8_0, x, buf, 31) == -1 && qt_dequantize_row(QT_Q8_0, buf, y, 33) == -1,
           "partial blocks refuse");
@@ -307,7 +307,8 @@ static void fill(float *x, int n, int kind) {
 
 static void test_round_trip(void) {
     enum { N = 1024 };
-    static const uint32_t types[] = {QT_F32, QT_F16, QT_BF16, QT_Q8_0, QT_Q4_0, QT_Q4_K, QT_Q6_K};
+    static const uint32_t types[] = {QT_F32,  QT_F16,  QT_BF16, QT_Q8_0, QT_Q4_0,  QT_Q4_K,
+                                     QT_Q6_K, QT_Q4_1, QT_Q5_0, QT_Q5_1, QT_IQ4_NL};
     float x[N], y[N];
     static uint8_t buf[N * 4];
     for (size_t t = 0; t < sizeof types / sizeof *types; t++) {
@@ -336,6 +337,12 @@ static void test_round_trip(void) {
                     case QT_Q4_0: bound = amax / 8 * (1 + 8 * ldexpf(1, -10)); break;
                     /* over the super-block: half a (rounded-up) step, plus the 6-bit rounding of the min */
                     case QT_Q4_K: bound = (hi - lo) / 15 * 0.6f + (-lo) / 63; break;
+                    /* half a step, plus the fp16 rounding of d (15 or 31 steps) and of the minimum */
+                    case QT_Q4_1: bound = (hi - lo) / 15 * (0.5f + 15 * ldexpf(1, -10)) + (-lo) * ldexpf(1, -10); break;
+                    case QT_Q5_1: bound = (hi - lo) / 31 * (0.5f + 31 * ldexpf(1, -10)) + (-lo) * ldexpf(1, -10); break;
+                    case QT_Q5_0: bound = amax / 16 * (1 + 16 * ldexpf(1, -10)); break;
+                    /* half the widest gap between levels (24), or the other sign's shortfall (127 - 113) */
+                    case QT_IQ4_NL: bound = amax / 127 * (14 + 127 * ldexpf(1, -10)); break;
                     /* half a step of the sub-block, the step rounded to 8-bit scales */
                     default: bound = amax / 31 * 0.6f; break;
                     }
@@ -351,7 +358,7 @@ static void test_round_trip(void) {
                 CHECK(nz == 0, "%s: zeros stay zero", qt_get(type)->name);
             }
             if (kind == 0) { /* uniform data: relative RMS error, a sanity check on the quantizers' quality */
-                static const double max_rel[] = {0, 3e-4, 3e-3, 6e-3, 0.1, 0.1, 0.03};
+                static const double max_rel[] = {0, 3e-4, 3e-3, 6e-3, 0.1, 0.1, 0.03, 0.1, 0.05, 0.05, 0.1};
                 double rel = sqrt(err2 / sig2);
                 CHECK(rel <= max_rel[t], "%s: relative RMS error %g", qt_get(type)->name, rel);
             }

@@ -10,8 +10,10 @@
 
 #define HELP_QUANTIZE                                                                                   \
     "usage: laya quantize IN.gguf OUT.gguf TYPE\n"                                                      \
-    "Re-encodes every 2-D weight matrix to TYPE (F32, F16, Q8_0 or Q4_0) through F32, row by row;\n"    \
-    "1-D tensors (norms, biases) become F32; metadata is copied with general.file_type updated.\n"      \
+    "Re-encodes every 2-D weight matrix to TYPE (F32, F16, Q8_0, Q5_0, Q5_1, Q4_0, Q4_1 or IQ4_NL)\n"   \
+    "through F32, row by row (below 8 bits the output matrix becomes Q6_K, or Q8_0 where its rows are\n" \
+    "not whole super-blocks); 1-D tensors (norms, biases) become F32; metadata is copied with\n"       \
+    "general.file_type updated.\n"                                                                     \
     "OUT is written to a temporary file first and renamed into place only when complete.\n"
 
 #define HELP_CONVERT                                                                                    \

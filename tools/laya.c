@@ -170,7 +170,7 @@ static void usage(FILE *out) {
           "  score     -m MODEL --ids 1,2,3 [--top K] [--json]   logits after each input token\n"
           "  run       -m MODEL (-p TEXT | --ids ..) -n N [--json]   greedy continuation\n"
           "  bench     -m MODEL [--threads N] [--reps R] [--json]   prefill and decode speed\n"
-          "  quantize  IN.gguf OUT.gguf TYPE          re-encode weights (F32, F16, Q8_0, Q4_0)\n"
+          "  quantize  IN.gguf OUT.gguf TYPE          re-encode weights (F32, F16, Q8_0, Q5_0/1, Q4_0/1, IQ4_NL)\n"
           "  annotate  IN.gguf OUT.gguf [--words F] [--calibration F]   add typing metadata\n"
           "  convert   MODEL_DIR OUT.gguf [--type T]  Hugging Face / MLX directory to GGUF\n"
           "  synth     --shape NAME -o OUT.gguf --type T [--seed S]   random-weight model\n"
