@@ -14,7 +14,8 @@
 /* Activation rows per register tile (16 YMM registers: 4 float and 4 integer accumulators plus the
  * decoded weights). Larger batches take several tiles over a chunk of rows that stays in L2. */
 #define TB 4
-/* q8_0 activation scales converted to float per tile and K chunk (8 KB of stack). */
+/* Blocks per K chunk: per tile, the q8_0 / q8_s activation scales as floats (8 KB of stack), and for
+ * Q4_1 / Q5_1 each scale times its block's sum (8 KB more). */
 #define NBC 512
 #define ROW_CHUNK_BYTES (256 * 1024)
 /* Bytes ahead of the current position at which weights are prefetched (see kernels_avx512.c). */
@@ -58,34 +59,55 @@ INLINE __m256i q8x32(const float *v, __m256 s, __m256i *sum16) {
     return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
+/* The largest |v[j]| of n floats (n a multiple of 8). */
+INLINE float amax8(const float *v, int n) {
+    __m256 m = abs_ps(_mm256_loadu_ps(v));
+    for (int j = 8; j < n; j += 8) m = _mm256_max_ps(m, abs_ps(_mm256_loadu_ps(v + j)));
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    return _mm_cvtss_f32(m4);
+}
+
+/* One q8_0 block: 32 floats to int8 at qs; returns the fp16 scale and, if sum is not NULL, the sum of
+ * the quants (block_q8_s). */
+INLINE qt_half q8_0_block(const float *v, int8_t *qs, int *sum) {
+    float d = amax8(v, QK8_0) / 127, id = d ? 1 / d : 0;
+    __m256i s16[2];
+    _mm256_storeu_si256((__m256i *)qs, q8x32(v, _mm256_set1_ps(id), sum ? s16 : NULL));
+    if (sum) *sum = hsum_epi32(_mm256_add_epi32(s16[0], s16[1]));
+    return f32_to_fp16(d);
+}
+
 static void avx2_quantize_act(uint32_t wtype, const float *x, void *xq, int64_t K) {
     switch (wtype) {
     case QT_Q8_0:
     case QT_Q4_0:
+    case QT_Q5_0:
+    case QT_IQ4_NL:
         for (int64_t i = 0; i < K / QK8_0; i++) {
             block_q8_0 *b = (block_q8_0 *)xq + i;
-            const float *v = x + 32 * i;
-            __m256 m = _mm256_max_ps(_mm256_max_ps(abs_ps(_mm256_loadu_ps(v)), abs_ps(_mm256_loadu_ps(v + 8))),
-                                     _mm256_max_ps(abs_ps(_mm256_loadu_ps(v + 16)), abs_ps(_mm256_loadu_ps(v + 24))));
-            __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-            m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-            m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-            float d = _mm_cvtss_f32(m4) / 127, id = d ? 1 / d : 0;
-            b->d = f32_to_fp16(d);
-            _mm256_storeu_si256((__m256i *)b->qs, q8x32(v, _mm256_set1_ps(id), NULL));
+            b->d = q8_0_block(x + 32 * i, b->qs, NULL);
         }
         return;
+    case QT_Q4_1:
+    case QT_Q5_1:
+        for (int64_t i = 0; i < K / QK8_0; i++) {
+            block_q8_s *b = (block_q8_s *)xq + i;
+            int sum;
+            b->d = q8_0_block(x + 32 * i, b->qs, &sum);
+            b->sum = (int16_t)sum;
+        }
+        return;
+    case QT_Q2_K:
+    case QT_Q3_K:
     case QT_Q4_K:
+    case QT_Q5_K:
     case QT_Q6_K:
         for (int64_t i = 0; i < K / QK_K; i++) {
             block_q8_K *b = (block_q8_K *)xq + i;
             const float *v = x + QK_K * i;
-            __m256 m = _mm256_setzero_ps();
-            for (int j = 0; j < QK_K; j += 8) m = _mm256_max_ps(m, abs_ps(_mm256_loadu_ps(v + j)));
-            __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-            m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-            m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-            float d = _mm_cvtss_f32(m4) / 127, id = d ? 1 / d : 0;
+            float d = amax8(v, QK_K) / 127, id = d ? 1 / d : 0;
             b->d = d;
             __m256 s = _mm256_set1_ps(id);
             for (int j = 0; j < QK_K; j += 32) {
@@ -181,51 +203,114 @@ INLINE void mm_float(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *a
     }
 }
 
-/* ---------------------------------------------------------------- Q8_0 / Q4_0 weights x q8_0 */
+/* ---------------------------------------------------------------- 32-element blocks x q8_0 / q8_s */
 
-/* maddubs multiplies unsigned by signed bytes and saturates 16-bit pair sums; with |w| and a carrying
- * w's sign the sums stay within 2 * 128 * 127, exact, because activations never hold -128. */
-INLINE void q8_tile(uint32_t wt, int nb, const uint8_t *w, const block_q8_0 *const *a, const float *da,
-                    int64_t nk, float *res) {
-    const __m256i m4 = _mm256_set1_epi8(15), eight = _mm256_set1_epi8(8), ones = _mm256_set1_epi16(1);
+/* Q4_1 / Q5_1: unsigned q plus a float minimum, paired with q8_s activations (whose sums carry it). */
+INLINE int with_min(uint32_t wt) { return wt == QT_Q4_1 || wt == QT_Q5_1; }
+
+INLINE size_t blk32_bytes(uint32_t wt) {
+    switch (wt) {
+    case QT_Q8_0: return sizeof(block_q8_0);
+    case QT_Q4_1: return sizeof(block_q4_1);
+    case QT_Q5_0: return sizeof(block_q5_0);
+    case QT_Q5_1: return sizeof(block_q5_1);
+    default: return sizeof(block_q4_0); /* Q4_0, IQ4_NL */
+    }
+}
+
+/* The 32 nibbles of 16 packed bytes in element order (qt_block_ints): low nibbles, then high ones. */
+INLINE __m256i nibbles32(const uint8_t *qs) {
+    __m128i q = _mm_loadu_si128((const __m128i *)qs);
+    __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1);
+    return _mm256_and_si256(v, _mm256_set1_epi8(15));
+}
+
+/* Byte j is 0xff where bit j of the little-endian 32-bit word at p is set, else 0: byte j / 8 of the word
+ * is spread to bytes 8 (j / 8) .. +7, and or-ing in all bits but j % 8 leaves 0xff exactly where it is set. */
+INLINE __m256i bit_bytes32(const uint8_t *p) {
+    uint32_t x;
+    memcpy(&x, p, 4);
+    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x), _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
+                                                                                  0x0101010101010101, 0));
+    v = _mm256_or_si256(v, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
+    return _mm256_cmpeq_epi8(v, _mm256_set1_epi8(-1));
+}
+
+/* A block's 32 q as bytes in element order, its scale d and (Q4_1 / Q5_1) its minimum m. Signed q for
+ * Q8_0, Q4_0, Q5_0 and IQ4_NL (never -128); unsigned for Q4_1 and Q5_1. */
+INLINE __m256i blk32_decode(uint32_t wt, const uint8_t *blk, float *d, float *m) {
+    switch (wt) {
+    case QT_Q8_0: {
+        const block_q8_0 *p = (const block_q8_0 *)blk;
+        *d = _cvtsh_ss(p->d);
+        return _mm256_loadu_si256((const __m256i *)p->qs);
+    }
+    case QT_Q4_1: {
+        const block_q4_1 *p = (const block_q4_1 *)blk;
+        *d = _cvtsh_ss(p->d), *m = _cvtsh_ss(p->m);
+        return nibbles32(p->qs);
+    }
+    case QT_Q5_0: { /* q - 16 is the nibble where bit 4 is set, else the nibble with 0xf0 or-ed in */
+        const block_q5_0 *p = (const block_q5_0 *)blk;
+        *d = _cvtsh_ss(p->d);
+        return _mm256_or_si256(nibbles32(p->qs), _mm256_andnot_si256(bit_bytes32(p->qh), _mm256_set1_epi8((char)0xf0)));
+    }
+    case QT_Q5_1: {
+        const block_q5_1 *p = (const block_q5_1 *)blk;
+        *d = _cvtsh_ss(p->d), *m = _cvtsh_ss(p->m);
+        return _mm256_or_si256(nibbles32(p->qs), _mm256_and_si256(bit_bytes32(p->qh), _mm256_set1_epi8(0x10)));
+    }
+    case QT_IQ4_NL: { /* the sixteen levels are one pshufb table */
+        const block_iq4_nl *p = (const block_iq4_nl *)blk;
+        *d = _cvtsh_ss(p->d);
+        return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)kIQ4NL)), nibbles32(p->qs));
+    }
+    default: { /* Q4_0 */
+        const block_q4_0 *p = (const block_q4_0 *)blk;
+        *d = _cvtsh_ss(p->d);
+        return _mm256_sub_epi8(nibbles32(p->qs), _mm256_set1_epi8(8));
+    }
+    }
+}
+
+/* maddubs multiplies unsigned by signed bytes and saturates 16-bit pair sums. Signed weights go in as |w|
+ * with w's sign moved onto the activations; the sums stay within 2 * 128 * 127, exact, because
+ * activations never hold -128. Q4_1 / Q5_1's q go in as they are, and their minimum adds m * (da * sum(a))
+ * per block in a scalar chain (ds holds da * sum(a)). */
+INLINE void blk32_tile(uint32_t wt, int nb, const uint8_t *w, const uint8_t *const *a, const float *da,
+                       const float *ds, int64_t nk, float *res) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    const size_t bsz = blk32_bytes(wt), asz = with_min(wt) ? sizeof(block_q8_s) : sizeof(block_q8_0);
+    const size_t qoff = with_min(wt) ? offsetof(block_q8_s, qs) : offsetof(block_q8_0, qs);
     __m256 acc[TB];
+    float macc[TB];
 #pragma GCC unroll 4
-    for (int b = 0; b < nb; b++) acc[b] = _mm256_setzero_ps();
-    const size_t bsz = wt == QT_Q8_0 ? sizeof(block_q8_0) : sizeof(block_q4_0);
+    for (int b = 0; b < nb; b++) acc[b] = _mm256_setzero_ps(), macc[b] = 0;
     for (int64_t i = 0; i < nk; i++) {
         _mm_prefetch((const char *)w + PREFETCH + i * bsz, _MM_HINT_T0);
-        __m256i wv;
-        float dw;
-        if (wt == QT_Q8_0) {
-            const block_q8_0 *p = (const block_q8_0 *)w + i;
-            wv = _mm256_loadu_si256((const __m256i *)p->qs);
-            dw = _cvtsh_ss(p->d);
-        } else {
-            const block_q4_0 *p = (const block_q4_0 *)w + i;
-            __m128i q = _mm_loadu_si128((const __m128i *)p->qs);
-            __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1);
-            wv = _mm256_sub_epi8(_mm256_and_si256(v, m4), eight);
-            dw = _cvtsh_ss(p->d);
-        }
-        __m256i wabs = _mm256_sign_epi8(wv, wv);
+        float dw, mw = 0;
+        __m256i wv = blk32_decode(wt, w + i * bsz, &dw, &mw);
+        __m256i wu = with_min(wt) ? wv : _mm256_sign_epi8(wv, wv);
         __m256 dwv = _mm256_set1_ps(dw);
 #pragma GCC unroll 4
         for (int b = 0; b < nb; b++) {
-            __m256i av = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)a[b][i].qs), wv);
-            __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, av), ones);
+            __m256i av = _mm256_loadu_si256((const __m256i *)(a[b] + i * asz + qoff));
+            if (!with_min(wt)) av = _mm256_sign_epi8(av, wv);
+            __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(wu, av), ones);
             __m256 s = _mm256_mul_ps(dwv, _mm256_broadcast_ss(&da[b * NBC + i]));
             acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), s, acc[b]);
+            if (with_min(wt)) macc[b] += mw * ds[b * NBC + i];
         }
     }
 #pragma GCC unroll 4
-    for (int b = 0; b < nb; b++) res[b] = hsum_ps(acc[b]);
+    for (int b = 0; b < nb; b++) res[b] = with_min(wt) ? hsum_ps(acc[b]) + macc[b] : hsum_ps(acc[b]);
 }
 
-INLINE void mm_q8(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act, size_t arb, int B, int64_t K,
-                  int64_t r0, int64_t r1, float *y, size_t ldy) {
-    const size_t bsz = wt == QT_Q8_0 ? sizeof(block_q8_0) : sizeof(block_q4_0);
+INLINE void mm_blk32(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act, size_t arb, int B, int64_t K,
+                     int64_t r0, int64_t r1, float *y, size_t ldy) {
+    const size_t bsz = blk32_bytes(wt), asz = with_min(wt) ? sizeof(block_q8_s) : sizeof(block_q8_0);
     const int64_t nb_k = K / 32;
-    float da[TB * NBC];
+    float da[TB * NBC], ds[TB * NBC];
     int64_t rc = row_chunk(wrb, B, r1 - r0, 1);
     for (int64_t c0 = r0; c0 < r1; c0 += rc) {
         int64_t c1 = LAYA_MIN(r1, c0 + rc);
@@ -233,19 +318,27 @@ INLINE void mm_q8(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act,
             int nb = LAYA_MIN(TB, B - b0);
             for (int64_t k0 = 0; k0 < nb_k; k0 += NBC) {
                 int64_t nk = LAYA_MIN(NBC, nb_k - k0);
-                const block_q8_0 *a[TB];
+                const uint8_t *a[TB];
                 for (int t = 0; t < nb; t++) {
-                    a[t] = (const block_q8_0 *)(act + (size_t)(b0 + t) * arb) + k0;
-                    for (int64_t i = 0; i < nk; i++) da[t * NBC + i] = _cvtsh_ss(a[t][i].d);
+                    a[t] = act + (size_t)(b0 + t) * arb + (size_t)k0 * asz;
+                    for (int64_t i = 0; i < nk; i++) {
+                        if (with_min(wt)) {
+                            const block_q8_s *q = (const block_q8_s *)a[t] + i;
+                            da[t * NBC + i] = _cvtsh_ss(q->d);
+                            ds[t * NBC + i] = da[t * NBC + i] * (float)q->sum;
+                        } else {
+                            da[t * NBC + i] = _cvtsh_ss(((const block_q8_0 *)a[t] + i)->d);
+                        }
+                    }
                 }
                 for (int64_t r = c0; r < c1; r++) {
                     const uint8_t *w = W + (size_t)r * wrb + (size_t)k0 * bsz;
                     float res[TB];
                     switch (nb) {
-                    case 1: q8_tile(wt, 1, w, a, da, nk, res); break;
-                    case 2: q8_tile(wt, 2, w, a, da, nk, res); break;
-                    case 3: q8_tile(wt, 3, w, a, da, nk, res); break;
-                    default: q8_tile(wt, 4, w, a, da, nk, res); break;
+                    case 1: blk32_tile(wt, 1, w, a, da, ds, nk, res); break;
+                    case 2: blk32_tile(wt, 2, w, a, da, ds, nk, res); break;
+                    case 3: blk32_tile(wt, 3, w, a, da, ds, nk, res); break;
+                    default: blk32_tile(wt, 4, w, a, da, ds, nk, res); break;
                     }
                     for (int t = 0; t < nb; t++) {
                         float *yp = y + (size_t)(b0 + t) * ldy + (size_t)r;
@@ -257,61 +350,136 @@ INLINE void mm_q8(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act,
     }
 }
 
-/* ---------------------------------------------------------------- Q4_K / Q6_K weights x q8_K */
+/* ---------------------------------------------------------------- K-quant weights x q8_K */
 
-INLINE void q4k_scales(const uint8_t *s, uint8_t sc[8], uint8_t mn[8]) {
+/* How the tile sees the K types (element orders and scale packings: qt_block_ints in quant.c). Q4_K and
+ * Q5_K: 32-element sub-blocks with 6-bit scales and mins. Q2_K, Q3_K and Q6_K: 16-element sub-blocks with
+ * one integer scale each, and either a min (Q2_K) or an offset taken off every q (Q3_K 4, Q6_K 32). The
+ * weights always enter maddubs unsigned (Q3_K as q + 4, Q6_K as q + 32); minimums and offsets come off
+ * afterwards through the activations' 16-element sums. */
+INLINE size_t k_bytes(uint32_t wt) {
+    switch (wt) {
+    case QT_Q2_K: return sizeof(block_q2_K);
+    case QT_Q3_K: return sizeof(block_q3_K);
+    case QT_Q4_K: return sizeof(block_q4_K);
+    case QT_Q5_K: return sizeof(block_q5_K);
+    default: return sizeof(block_q6_K);
+    }
+}
+INLINE int k_with_min(uint32_t wt) { return wt == QT_Q2_K || wt == QT_Q4_K || wt == QT_Q5_K; }
+
+/* Q4_K / Q5_K's eight 6-bit scales (bytes 0-7) and mins (8-15). */
+INLINE __m128i q4k_scales(const uint8_t *s) {
     uint32_t w0, w1, w2;
     memcpy(&w0, s, 4), memcpy(&w1, s + 4, 4), memcpy(&w2, s + 8, 4);
     uint32_t s_lo = w0 & 0x3f3f3f3f, m_lo = w1 & 0x3f3f3f3f;
     uint32_t s_hi = (w2 & 0x0f0f0f0f) | ((w0 >> 2) & 0x30303030);
     uint32_t m_hi = ((w2 >> 4) & 0x0f0f0f0f) | ((w1 >> 2) & 0x30303030);
-    memcpy(sc, &s_lo, 4), memcpy(sc + 4, &s_hi, 4), memcpy(mn, &m_lo, 4), memcpy(mn + 4, &m_hi, 4);
+    return _mm_setr_epi32((int)s_lo, (int)s_hi, (int)m_lo, (int)m_hi);
 }
 
-/* The weights of a super-block are decoded 64 elements at a time (two YMM) and used for every
- * activation row before the next 64, keeping the register count within 16. */
+/* Q3_K's sixteen scales as signed bytes: the low nibbles of bytes 0-7 (scales 0-7) and their high
+ * nibbles (8-15), bits 2 (s / 4) and up of byte 8 + s % 4 on top (a variable shift per four), minus 32. */
+INLINE __m128i q3k_scales(const uint8_t *s) {
+    uint32_t w2;
+    memcpy(&w2, s + 8, 4);
+    __m128i lo = _mm_loadl_epi64((const __m128i *)s);
+    lo = _mm_and_si128(_mm_unpacklo_epi64(lo, _mm_srli_epi16(lo, 4)), _mm_set1_epi8(15));
+    __m128i hi = _mm_srlv_epi32(_mm_set1_epi32((int)w2), _mm_setr_epi32(0, 2, 4, 6));
+    hi = _mm_slli_epi16(_mm_and_si128(hi, _mm_set1_epi8(3)), 4);
+    return _mm_sub_epi8(_mm_or_si128(lo, hi), _mm_set1_epi8(32));
+}
+
+/* pshufb controls: j spreads bytes 2j and 2j + 1 over the low and high eight, so that cvtepi8_epi16 gives
+ * the int16 scales of 32 elements (sub-blocks 2j and 2j + 1) in maddubs's lanes. */
+static const uint8_t g_sub_ctl[8][16] __attribute__((aligned(16))) = {
+#define C(j) {2 * j, 2 * j, 2 * j, 2 * j, 2 * j, 2 * j, 2 * j, 2 * j, 2 * j + 1, 2 * j + 1, 2 * j + 1, 2 * j + 1, 2 * j + 1, 2 * j + 1, 2 * j + 1, 2 * j + 1}
+    C(0), C(1), C(2), C(3), C(4), C(5), C(6), C(7),
+#undef C
+};
+
+INLINE __m256i sub_scales(__m128i sc8, int j) {
+    return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, _mm_load_si128((const __m128i *)g_sub_ctl[j])));
+}
+
+/* The weights of a super-block are decoded 64 elements at a time (two YMM, chunk c = elements 64c ..
+ * 64c + 63) and used for every activation row before the next 64, keeping the register count within 16.
+ * Per chunk: Q4_K / Q5_K take 32 bytes of nibbles; Q2_K / Q3_K and Q6_K one half's 2-bit or 4-bit fields,
+ * two shifts at a time; Q5_K's fifth and Q3_K's third bit come from bits 2c, 2c + 1 of the 32 bytes of qh
+ * or hmask, which are shifted down by 2 after every chunk. The scales are one vector of sixteen bytes per
+ * super-block (Q4_K / Q5_K: each of their eight twice). */
 INLINE void k_tile(uint32_t wt, int nb, const uint8_t *w, const block_q8_K *const *a, int64_t nsb, float *res) {
-    const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
+    const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30), m3 = _mm256_set1_epi8(3);
+    const __m256i hbit = _mm256_set1_epi8(wt == QT_Q5_K ? 0x10 : 4);
+    const int hpos = wt == QT_Q5_K ? 4 : 2; /* where the high bit goes */
     __m256 acc[TB];
 #pragma GCC unroll 4
     for (int b = 0; b < nb; b++) acc[b] = _mm256_setzero_ps();
-    const size_t bsz = wt == QT_Q4_K ? sizeof(block_q4_K) : sizeof(block_q6_K);
+    const size_t bsz = k_bytes(wt);
     for (int64_t i = 0; i < nsb; i++) {
 #pragma GCC unroll 4
         for (size_t o = 0; o < bsz; o += 64) _mm_prefetch((const char *)w + PREFETCH + i * bsz + o, _MM_HINT_T0);
         __m256i isum[TB];
 #pragma GCC unroll 4
         for (int b = 0; b < nb; b++) isum[b] = _mm256_setzero_si256();
-        const block_q4_K *p4 = (const block_q4_K *)w + i;
-        const block_q6_K *p6 = (const block_q6_K *)w + i;
-        uint8_t sc[8], mn[8];
-        if (wt == QT_Q4_K) q4k_scales(p4->scales, sc, mn);
+        const uint8_t *blk = w + i * bsz;
+        const block_q2_K *p2 = (const block_q2_K *)blk;
+        const block_q3_K *p3 = (const block_q3_K *)blk;
+        const block_q4_K *p4 = (const block_q4_K *)blk;
+        const block_q5_K *p5 = (const block_q5_K *)blk;
+        const block_q6_K *p6 = (const block_q6_K *)blk;
+        __m128i sc8, mn8 = _mm_setzero_si128(); /* scales per 16 elements; the mins (Q2_K: per 16, else 32) */
+        __m256i H = _mm256_setzero_si256(), Q = _mm256_setzero_si256();
+        switch (wt) {
+        case QT_Q2_K: {
+            __m128i v = _mm_loadu_si128((const __m128i *)p2->scales);
+            sc8 = _mm_and_si128(v, _mm_set1_epi8(15));
+            mn8 = _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(15));
+            break;
+        }
+        case QT_Q3_K:
+            sc8 = q3k_scales(p3->scales);
+            H = _mm256_loadu_si256((const __m256i *)p3->hmask);
+            break;
+        case QT_Q4_K:
+        case QT_Q5_K:
+            mn8 = q4k_scales(wt == QT_Q4_K ? p4->scales : p5->scales);
+            sc8 = _mm_unpacklo_epi8(mn8, mn8);
+            if (wt == QT_Q5_K) H = _mm256_loadu_si256((const __m256i *)p5->qh);
+            break;
+        default: sc8 = _mm_loadu_si128((const __m128i *)p6->scales); break;
+        }
         for (int c = 0; c < 4; c++) {
-            __m256i w0, w1, s0, s1;
-            if (wt == QT_Q4_K) {
-                __m256i v = _mm256_loadu_si256((const __m256i *)(p4->qs + 32 * c));
+            __m256i w0, w1;
+            if (wt == QT_Q4_K || wt == QT_Q5_K) {
+                __m256i v = _mm256_loadu_si256((const __m256i *)((wt == QT_Q4_K ? p4->qs : p5->qs) + 32 * c));
                 w0 = _mm256_and_si256(v, m4);
                 w1 = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-                s0 = _mm256_set1_epi16(sc[2 * c]);
-                s1 = _mm256_set1_epi16(sc[2 * c + 1]);
-            } else {
-                /* chunk c = half h, quarters k = 2(c & 1) and +1 (see quant.c for the layout) */
+            } else if (wt == QT_Q6_K) {
+                /* chunk c = half h, quarters k = 2(c & 1) and +1 */
                 int h = c / 2, hi = c & 1;
                 __m256i L0 = _mm256_loadu_si256((const __m256i *)(p6->ql + 64 * h));
                 __m256i L1 = _mm256_loadu_si256((const __m256i *)(p6->ql + 64 * h + 32));
-                __m256i H = _mm256_loadu_si256((const __m256i *)(p6->qh + 32 * h));
+                __m256i H6 = _mm256_loadu_si256((const __m256i *)(p6->qh + 32 * h));
                 if (!hi) {
-                    w0 = _mm256_or_si256(_mm256_and_si256(L0, m4), _mm256_and_si256(_mm256_slli_epi16(H, 4), m30));
-                    w1 = _mm256_or_si256(_mm256_and_si256(L1, m4), _mm256_and_si256(_mm256_slli_epi16(H, 2), m30));
+                    w0 = _mm256_or_si256(_mm256_and_si256(L0, m4), _mm256_and_si256(_mm256_slli_epi16(H6, 4), m30));
+                    w1 = _mm256_or_si256(_mm256_and_si256(L1, m4), _mm256_and_si256(_mm256_slli_epi16(H6, 2), m30));
                 } else {
-                    w0 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L0, 4), m4), _mm256_and_si256(H, m30));
+                    w0 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L0, 4), m4), _mm256_and_si256(H6, m30));
                     w1 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L1, 4), m4),
-                                         _mm256_and_si256(_mm256_srli_epi16(H, 2), m30));
+                                         _mm256_and_si256(_mm256_srli_epi16(H6, 2), m30));
                 }
-                const int8_t *s = p6->scales + 4 * c; /* 16-element sub-blocks: two per YMM */
-                s0 = _mm256_setr_m128i(_mm_set1_epi16(s[0]), _mm_set1_epi16(s[1]));
-                s1 = _mm256_setr_m128i(_mm_set1_epi16(s[2]), _mm_set1_epi16(s[3]));
+            } else { /* Q2_K, Q3_K: bits 4(c & 1) .. +3 of the half's 32 bytes, two at a time */
+                Q = c & 1 ? _mm256_srli_epi16(Q, 4) : _mm256_loadu_si256((const __m256i *)((wt == QT_Q2_K ? p2->qs : p3->qs) + 16 * c));
+                w0 = _mm256_and_si256(Q, m3);
+                w1 = _mm256_and_si256(_mm256_srli_epi16(Q, 2), m3);
             }
+            if (wt == QT_Q3_K || wt == QT_Q5_K) { /* bits 2c and 2c + 1 of each byte, now bits 0 and 1 */
+                w0 = _mm256_or_si256(w0, _mm256_and_si256(_mm256_slli_epi16(H, hpos), hbit));
+                w1 = _mm256_or_si256(w1, _mm256_and_si256(_mm256_slli_epi16(H, hpos - 1), hbit));
+                H = _mm256_srli_epi16(H, 2);
+            }
+            __m256i s0 = sub_scales(sc8, 2 * c), s1 = sub_scales(sc8, 2 * c + 1);
 #pragma GCC unroll 4
             for (int b = 0; b < nb; b++) {
                 const int8_t *q = a[b][i].qs + 64 * c;
@@ -320,23 +488,28 @@ INLINE void k_tile(uint32_t wt, int nb, const uint8_t *w, const block_q8_K *cons
                 isum[b] = _mm256_add_epi32(isum[b], _mm256_add_epi32(p0, p1));
             }
         }
-        float d = _cvtsh_ss(wt == QT_Q4_K ? p4->d : p6->d);
+        /* per 16-element sub-block: the min (multiplied by dmin) or the scale (by the offset) */
+        float d, dmin = 0;
         __m256i m16;
-        if (wt == QT_Q4_K) {
-            __m128i mn8 = _mm_loadl_epi64((const __m128i *)mn);
-            m16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn8, mn8));
-        } else {
-            m16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)p6->scales));
+        switch (wt) {
+        case QT_Q2_K: d = _cvtsh_ss(p2->d), dmin = _cvtsh_ss(p2->dmin), m16 = _mm256_cvtepu8_epi16(mn8); break;
+        case QT_Q3_K: d = _cvtsh_ss(p3->d), m16 = _mm256_cvtepi8_epi16(sc8); break;
+        case QT_Q4_K:
+        case QT_Q5_K:
+            d = _cvtsh_ss(wt == QT_Q4_K ? p4->d : p5->d), dmin = _cvtsh_ss(wt == QT_Q4_K ? p4->dmin : p5->dmin);
+            m16 = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(mn8, mn8));
+            break;
+        default: d = _cvtsh_ss(p6->d), m16 = _mm256_cvtepi8_epi16(sc8); break;
         }
 #pragma GCC unroll 4
         for (int b = 0; b < nb; b++) {
             const block_q8_K *ab = a[b] + i;
             __m256i bs = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)ab->bsums), m16);
-            if (wt == QT_Q4_K) {
+            if (k_with_min(wt)) {
                 acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[b]), _mm256_set1_ps(d * ab->d), acc[b]);
-                acc[b] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(bs), _mm256_set1_ps(_cvtsh_ss(p4->dmin) * ab->d), acc[b]);
+                acc[b] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(bs), _mm256_set1_ps(dmin * ab->d), acc[b]);
             } else {
-                __m256i t = _mm256_sub_epi32(isum[b], _mm256_slli_epi32(bs, 5));
+                __m256i t = _mm256_sub_epi32(isum[b], _mm256_slli_epi32(bs, wt == QT_Q3_K ? 2 : 5));
                 acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(t), _mm256_set1_ps(d * ab->d), acc[b]);
             }
         }
@@ -548,10 +721,21 @@ static void avx2_matmul(uint32_t wtype, const void *W, size_t w_row_bytes, const
     case QT_F32: mm_float(QT_F32, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
     case QT_F16: mm_float(QT_F16, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
     case QT_BF16: mm_float(QT_BF16, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
-    case QT_Q8_0: mm_q8(QT_Q8_0, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
-    case QT_Q4_0: mm_q8(QT_Q4_0, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
-    case QT_Q4_K: mm_k(QT_Q4_K, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
-    case QT_Q6_K: mm_k(QT_Q6_K, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
+#define BLK32(t) mm_blk32(t, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy)
+#define KQ(t) mm_k(t, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy)
+    case QT_Q8_0: BLK32(QT_Q8_0); return;
+    case QT_Q4_0: BLK32(QT_Q4_0); return;
+    case QT_Q4_1: BLK32(QT_Q4_1); return;
+    case QT_Q5_0: BLK32(QT_Q5_0); return;
+    case QT_Q5_1: BLK32(QT_Q5_1); return;
+    case QT_IQ4_NL: BLK32(QT_IQ4_NL); return;
+    case QT_Q2_K: KQ(QT_Q2_K); return;
+    case QT_Q3_K: KQ(QT_Q3_K); return;
+    case QT_Q4_K: KQ(QT_Q4_K); return;
+    case QT_Q5_K: KQ(QT_Q5_K); return;
+    case QT_Q6_K: KQ(QT_Q6_K); return;
+#undef BLK32
+#undef KQ
     default: kn_ref_ops.matmul(wtype, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
     }
 }

@@ -46,16 +46,28 @@ static void neon_quantize_act(uint32_t wtype, const float *x, void *xq, int64_t 
     switch (wtype) {
     case QT_Q8_0:
     case QT_Q4_0:
+    case QT_Q5_0:
+    case QT_IQ4_NL:
+    case QT_Q4_1:
+    case QT_Q5_1: { /* block_q8_0; block_q8_s (q8_0 plus the sum of its quants) for the types with a minimum */
+        const int with_sum = wtype == QT_Q4_1 || wtype == QT_Q5_1;
         for (int64_t i = 0; i < K / QK8_0; i++) {
-            block_q8_0 *b = (block_q8_0 *)xq + i;
+            block_q8_0 *b0 = (block_q8_0 *)xq + i;
+            block_q8_s *bs = (block_q8_s *)xq + i;
+            int8_t *qs = with_sum ? bs->qs : b0->qs;
             const float *v = x + 32 * i;
             float d = amax_n(v, 32) / 127, id = d ? 1 / d : 0;
-            b->d = f32_to_fp16(d);
-            vst1q_s8(b->qs, q8x16(v, id, &s0));
-            vst1q_s8(b->qs + 16, q8x16(v + 16, id, &s1));
+            vst1q_s8(qs, q8x16(v, id, &s0));
+            vst1q_s8(qs + 16, q8x16(v + 16, id, &s1));
+            if (with_sum) bs->d = f32_to_fp16(d), bs->sum = (int16_t)(s0 + s1);
+            else b0->d = f32_to_fp16(d);
         }
         return;
+    }
+    case QT_Q2_K:
+    case QT_Q3_K:
     case QT_Q4_K:
+    case QT_Q5_K:
     case QT_Q6_K:
         for (int64_t i = 0; i < K / QK_K; i++) {
             block_q8_K *b = (block_q8_K *)xq + i;
@@ -139,7 +151,33 @@ INLINE void mm_float(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *a
     }
 }
 
-/* ---------------------------------------------------------------- Q8_0 / Q4_0 weights x q8_0 */
+/* ---------------------------------------------------------------- block weights x q8 activations */
+
+/* The 32-element types (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL) take one block of 32 at a time, the K types
+ * (Q2_K .. Q6_K) a super-block of 256 in eight pieces of 32; either way the block's quants are decoded once
+ * into signed bytes (qt_block_ints's values and order) and used for every activation row of the tile. */
+INLINE int is_k(uint32_t wt) {
+    return wt == QT_Q2_K || wt == QT_Q3_K || wt == QT_Q4_K || wt == QT_Q5_K || wt == QT_Q6_K;
+}
+
+INLINE size_t blk_bytes(uint32_t wt) {
+    switch (wt) {
+    case QT_Q8_0: return sizeof(block_q8_0);
+    case QT_Q4_0: return sizeof(block_q4_0);
+    case QT_Q4_1: return sizeof(block_q4_1);
+    case QT_Q5_0: return sizeof(block_q5_0);
+    case QT_Q5_1: return sizeof(block_q5_1);
+    case QT_IQ4_NL: return sizeof(block_iq4_nl);
+    case QT_Q2_K: return sizeof(block_q2_K);
+    case QT_Q3_K: return sizeof(block_q3_K);
+    case QT_Q4_K: return sizeof(block_q4_K);
+    case QT_Q5_K: return sizeof(block_q5_K);
+    default: return sizeof(block_q6_K);
+    }
+}
+
+/* fcvt: exact, the value fp16_to_f32 gives, without its branches. */
+INLINE float h2f(qt_half h) { return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0); }
 
 /* 16 signed byte products summed into four int32 lanes. smull + smlal2 put two products in each 16-bit
  * lane: at most 2 * 128 * 127, exact, because activations never hold -128. */
@@ -149,58 +187,69 @@ INLINE int32x4_t dot16(int8x16_t w, int8x16_t a, int32x4_t acc) {
     return vpadalq_s16(acc, p);
 }
 
-INLINE void q8_tile(uint32_t wt, int nb, const uint8_t *w, const block_q8_0 *const *a, int64_t nk, float *res) {
+/* Each byte of v shifted left by `by` (right when negative), then masked: moves a bit field in place. */
+INLINE uint8x16_t bitfield(uint8x16_t v, int by, uint8_t mask) {
+    return vandq_u8(vshlq_u8(v, vdupq_n_s8((int8_t)by)), vdupq_n_u8(mask));
+}
+
+/* Block i of a 32-element row: elements 0-15 in *w0 (the low nibbles of qs), 16-31 in *w1 (the high ones),
+ * its scale and its minimum (Q4_1 / Q5_1; 0 for the others). */
+INLINE void q32_block(uint32_t wt, const uint8_t *w, int64_t i, int8x16_t *w0, int8x16_t *w1, float *dw, float *mw) {
+    const uint8_t *p = w + (size_t)i * blk_bytes(wt), *qs, *qh = NULL;
+    qt_half hd, hm = 0;
+    switch (wt) {
+    case QT_Q8_0: {
+        const block_q8_0 *b = (const void *)p;
+        *w0 = vld1q_s8(b->qs), *w1 = vld1q_s8(b->qs + 16), *dw = h2f(b->d), *mw = 0;
+        return;
+    }
+    case QT_Q4_0: { const block_q4_0 *b = (const void *)p; hd = b->d, qs = b->qs; break; }
+    case QT_Q4_1: { const block_q4_1 *b = (const void *)p; hd = b->d, hm = b->m, qs = b->qs; break; }
+    case QT_Q5_0: { const block_q5_0 *b = (const void *)p; hd = b->d, qs = b->qs, qh = b->qh; break; }
+    case QT_Q5_1: { const block_q5_1 *b = (const void *)p; hd = b->d, hm = b->m, qs = b->qs, qh = b->qh; break; }
+    default: { const block_iq4_nl *b = (const void *)p; hd = b->d, qs = b->qs; break; }
+    }
+    uint8x16_t v = vld1q_u8(qs), lo = vandq_u8(v, vdupq_n_u8(15)), hi = vshrq_n_u8(v, 4);
+    if (qh) { /* bit j of the little-endian word qh is bit 4 of element j: qh[j / 8] tested with 1 << j % 8 */
+        const uint8x16_t bit = vreinterpretq_u8_u64(vdupq_n_u64(0x8040201008040201ull));
+        uint8x16_t h0 = vcombine_u8(vdup_n_u8(qh[0]), vdup_n_u8(qh[1]));
+        uint8x16_t h1 = vcombine_u8(vdup_n_u8(qh[2]), vdup_n_u8(qh[3]));
+        lo = vorrq_u8(lo, vandq_u8(vtstq_u8(h0, bit), vdupq_n_u8(16)));
+        hi = vorrq_u8(hi, vandq_u8(vtstq_u8(h1, bit), vdupq_n_u8(16)));
+    }
+    if (wt == QT_IQ4_NL) {
+        const int8x16_t lut = vld1q_s8(kIQ4NL);
+        *w0 = vqtbl1q_s8(lut, lo), *w1 = vqtbl1q_s8(lut, hi);
+    } else {
+        const int8x16_t off = vdupq_n_s8(wt == QT_Q4_0 ? 8 : wt == QT_Q5_0 ? 16 : 0);
+        *w0 = vsubq_s8(vreinterpretq_s8_u8(lo), off), *w1 = vsubq_s8(vreinterpretq_s8_u8(hi), off);
+    }
+    *dw = h2f(hd), *mw = h2f(hm);
+}
+
+/* Activations block_q8_0, or block_q8_s for Q4_1 / Q5_1, whose minimum adds m * da * sum(a) per block; that
+ * term is summed apart (macc) as the reference rounds it apart. */
+INLINE void q8_tile(uint32_t wt, int nb, const uint8_t *w, const uint8_t *const *a, int64_t nk, float *res) {
+    const int with_min = wt == QT_Q4_1 || wt == QT_Q5_1;
     float32x4_t acc[TB];
-    for (int b = 0; b < nb; b++) acc[b] = vdupq_n_f32(0);
+    float macc[TB];
+    for (int b = 0; b < nb; b++) acc[b] = vdupq_n_f32(0), macc[b] = 0;
     for (int64_t i = 0; i < nk; i++) {
         int8x16_t w0, w1;
-        float dw;
-        if (wt == QT_Q8_0) {
-            const block_q8_0 *p = (const block_q8_0 *)w + i;
-            w0 = vld1q_s8(p->qs), w1 = vld1q_s8(p->qs + 16);
-            dw = fp16_to_f32(p->d);
-        } else {
-            const block_q4_0 *p = (const block_q4_0 *)w + i;
-            uint8x16_t q = vld1q_u8(p->qs);
-            w0 = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(15))), vdupq_n_s8(8));
-            w1 = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), vdupq_n_s8(8));
-            dw = fp16_to_f32(p->d);
-        }
+        float dw, mw;
+        q32_block(wt, w, i, &w0, &w1, &dw, &mw);
         for (int b = 0; b < nb; b++) {
-            const block_q8_0 *ab = a[b] + i;
-            int32x4_t s = dot16(w1, vld1q_s8(ab->qs + 16), dot16(w0, vld1q_s8(ab->qs), vdupq_n_s32(0)));
-            acc[b] = vfmaq_n_f32(acc[b], vcvtq_f32_s32(s), dw * fp16_to_f32(ab->d));
+            const block_q8_0 *a0 = (const block_q8_0 *)a[b] + i;
+            const block_q8_s *as = (const block_q8_s *)a[b] + i;
+            const int8_t *aq = with_min ? as->qs : a0->qs;
+            float da = h2f(with_min ? as->d : a0->d);
+            int32x4_t s = dot16(w1, vld1q_s8(aq + 16), dot16(w0, vld1q_s8(aq), vdupq_n_s32(0)));
+            acc[b] = vfmaq_n_f32(acc[b], vcvtq_f32_s32(s), dw * da);
+            if (with_min) macc[b] += mw * da * (float)as->sum;
         }
     }
-    for (int b = 0; b < nb; b++) res[b] = vaddvq_f32(acc[b]);
+    for (int b = 0; b < nb; b++) res[b] = with_min ? vaddvq_f32(acc[b]) + macc[b] : vaddvq_f32(acc[b]);
 }
-
-INLINE void mm_q8(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act, size_t arb, int B, int64_t K,
-                  int64_t r0, int64_t r1, float *y, size_t ldy) {
-    const int64_t nk = K / 32;
-    int64_t rc = row_chunk(wrb, B, r1 - r0, 1);
-    for (int64_t c0 = r0; c0 < r1; c0 += rc) {
-        int64_t c1 = LAYA_MIN(r1, c0 + rc);
-        for (int b0 = 0; b0 < B; b0 += TB) {
-            int nb = LAYA_MIN(TB, B - b0);
-            const block_q8_0 *a[TB];
-            for (int t = 0; t < nb; t++) a[t] = (const block_q8_0 *)(act + (size_t)(b0 + t) * arb);
-            for (int64_t r = c0; r < c1; r++) {
-                const uint8_t *w = W + (size_t)r * wrb;
-                float res[TB];
-                switch (nb) {
-                case 1: q8_tile(wt, 1, w, a, nk, res); break;
-                case 2: q8_tile(wt, 2, w, a, nk, res); break;
-                case 3: q8_tile(wt, 3, w, a, nk, res); break;
-                default: q8_tile(wt, 4, w, a, nk, res); break;
-                }
-                for (int t = 0; t < nb; t++) y[(size_t)(b0 + t) * ldy + (size_t)r] = res[t];
-            }
-        }
-    }
-}
-
-/* ---------------------------------------------------------------- Q4_K / Q6_K weights x q8_K */
 
 INLINE void q4k_scales(const uint8_t *s, uint8_t sc[8], uint8_t mn[8]) {
     uint32_t w0, w1, w2;
@@ -211,90 +260,167 @@ INLINE void q4k_scales(const uint8_t *s, uint8_t sc[8], uint8_t mn[8]) {
     memcpy(sc, &s_lo, 4), memcpy(sc + 4, &s_hi, 4), memcpy(mn, &m_lo, 4), memcpy(mn + 4, &m_hi, 4);
 }
 
-/* Decoded 32 elements (two vectors) at a time and used for every activation row before the next 32. */
-INLINE void k_tile(uint32_t wt, int nb, const uint8_t *w, const block_q8_K *const *a, int64_t nsb, float *res) {
+/* Q3_K's sixteen 6-bit scales, a word of four at a time: sub-block s takes its low four bits from the low
+ * (s < 8) or high nibble of byte s % 8, its top two from bits 2 (s / 4) of byte 8 + s % 4; minus 32. */
+INLINE void q3k_scales(const uint8_t *s, int8_t sc[16]) {
+    uint32_t w0, w1, w2, v[4];
+    memcpy(&w0, s, 4), memcpy(&w1, s + 4, 4), memcpy(&w2, s + 8, 4);
+    v[0] = (w0 & 0x0f0f0f0f) | ((w2 & 0x03030303) << 4);
+    v[1] = (w1 & 0x0f0f0f0f) | (((w2 >> 2) & 0x03030303) << 4);
+    v[2] = ((w0 >> 4) & 0x0f0f0f0f) | (((w2 >> 4) & 0x03030303) << 4);
+    v[3] = ((w1 >> 4) & 0x0f0f0f0f) | (((w2 >> 6) & 0x03030303) << 4);
+    uint8x16_t u = vld1q_u8((const uint8_t *)v);
+    vst1q_s8(sc, vsubq_s8(vreinterpretq_s8_u8(u), vdupq_n_s8(32)));
+}
+
+/* A super-block's scales as qt_block_ints gives them: sc[s] of 16-element sub-block s, and for the types
+ * with mins (Q2_K, Q4_K, Q5_K) the mins of sub-blocks 0-7 and 8-15 as int16 lanes, for the bsums. */
+typedef struct {
+    int8_t sc[16];
+    int16x8_t mlo, mhi;
+    float d, dmin;
+} k_scales;
+
+INLINE void k_head(uint32_t wt, const uint8_t *p, k_scales *h) {
+    h->mlo = h->mhi = vdupq_n_s16(0), h->dmin = 0;
+    switch (wt) {
+    case QT_Q4_K:
+    case QT_Q5_K: { /* one scale and min per 32 elements: each twice */
+        const block_q4_K *p4 = (const block_q4_K *)p;
+        const block_q5_K *p5 = (const block_q5_K *)p;
+        uint8_t s8[8], m8[8];
+        q4k_scales(wt == QT_Q4_K ? p4->scales : p5->scales, s8, m8);
+        uint8x8_t sv = vld1_u8(s8), mv = vld1_u8(m8);
+        vst1q_s8(h->sc, vreinterpretq_s8_u8(vcombine_u8(vzip1_u8(sv, sv), vzip2_u8(sv, sv))));
+        h->mlo = vreinterpretq_s16_u16(vmovl_u8(vzip1_u8(mv, mv)));
+        h->mhi = vreinterpretq_s16_u16(vmovl_u8(vzip2_u8(mv, mv)));
+        h->d = h2f(wt == QT_Q4_K ? p4->d : p5->d), h->dmin = h2f(wt == QT_Q4_K ? p4->dmin : p5->dmin);
+        return;
+    }
+    case QT_Q2_K: { /* scale in the low nibble, min in the high one */
+        const block_q2_K *b = (const block_q2_K *)p;
+        uint8x16_t v = vld1q_u8(b->scales), m = vshrq_n_u8(v, 4);
+        vst1q_s8(h->sc, vreinterpretq_s8_u8(vandq_u8(v, vdupq_n_u8(15))));
+        h->mlo = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(m)));
+        h->mhi = vreinterpretq_s16_u16(vmovl_high_u8(m));
+        h->d = h2f(b->d), h->dmin = h2f(b->dmin);
+        return;
+    }
+    case QT_Q3_K:
+        q3k_scales(((const block_q3_K *)p)->scales, h->sc);
+        h->d = h2f(((const block_q3_K *)p)->d);
+        return;
+    default:
+        memcpy(h->sc, ((const block_q6_K *)p)->scales, 16);
+        h->d = h2f(((const block_q6_K *)p)->d);
+        return;
+    }
+}
+
+/* Elements 32j .. 32j + 31 of a super-block as signed bytes (element orders: qt_block_ints). */
+INLINE void k_quants(uint32_t wt, const uint8_t *p, int j, int8x16_t *w0, int8x16_t *w1) {
+    uint8x16_t v0, v1;
+    int off = 0;
+    switch (wt) {
+    case QT_Q4_K:
+    case QT_Q5_K: { /* nibble j & 1 of qs[32 (j / 2) + l]; Q5_K: bit j of qh[l] as bit 4 */
+        const block_q5_K *p5 = (const block_q5_K *)p;
+        const uint8_t *q = (wt == QT_Q4_K ? ((const block_q4_K *)p)->qs : p5->qs) + 32 * (j / 2);
+        v0 = bitfield(vld1q_u8(q), -4 * (j & 1), 15), v1 = bitfield(vld1q_u8(q + 16), -4 * (j & 1), 15);
+        if (wt == QT_Q5_K) {
+            v0 = vorrq_u8(v0, bitfield(vld1q_u8(p5->qh), 4 - j, 0x10));
+            v1 = vorrq_u8(v1, bitfield(vld1q_u8(p5->qh + 16), 4 - j, 0x10));
+        }
+        break;
+    }
+    case QT_Q2_K:
+    case QT_Q3_K: { /* bits 2k, 2k + 1 of qs[32h + l] (j = 4h + k); Q3_K: bit j of hmask[l] as bit 2, minus 4 */
+        const block_q3_K *p3 = (const block_q3_K *)p;
+        const uint8_t *q = (wt == QT_Q2_K ? ((const block_q2_K *)p)->qs : p3->qs) + 32 * (j / 4);
+        v0 = bitfield(vld1q_u8(q), -2 * (j % 4), 3), v1 = bitfield(vld1q_u8(q + 16), -2 * (j % 4), 3);
+        if (wt == QT_Q3_K) {
+            v0 = vorrq_u8(v0, bitfield(vld1q_u8(p3->hmask), 2 - j, 4));
+            v1 = vorrq_u8(v1, bitfield(vld1q_u8(p3->hmask + 16), 2 - j, 4));
+            off = 4;
+        }
+        break;
+    }
+    default: { /* Q6_K, quarter k of half h: the low four bits from ql, bits 2k, 2k + 1 of qh as bits 4-5 */
+        const block_q6_K *p6 = (const block_q6_K *)p;
+        int h = j / 4, k = j % 4;
+        const uint8_t *ql = p6->ql + 64 * h + 32 * (k & 1), *qh = p6->qh + 32 * h;
+        v0 = vorrq_u8(bitfield(vld1q_u8(ql), -4 * (k >= 2), 15), bitfield(vld1q_u8(qh), 4 - 2 * k, 0x30));
+        v1 = vorrq_u8(bitfield(vld1q_u8(ql + 16), -4 * (k >= 2), 15), bitfield(vld1q_u8(qh + 16), 4 - 2 * k, 0x30));
+        off = 32;
+        break;
+    }
+    }
+    *w0 = vsubq_s8(vreinterpretq_s8_u8(v0), vdupq_n_s8((int8_t)off));
+    *w1 = vsubq_s8(vreinterpretq_s8_u8(v1), vdupq_n_s8((int8_t)off));
+}
+
+/* Decoded 32 elements (two vectors) at a time and used for every activation row before the next 32: per
+ * 16-element sub-block an exact dot times its integer scale, then per super-block d * isum - dmin * msum
+ * (msum: the mins against the activations' bsums). */
+INLINE void k_tile(uint32_t wt, int nb, const uint8_t *w, const uint8_t *const *a, int64_t nsb, float *res) {
+    const int with_min = wt == QT_Q2_K || wt == QT_Q4_K || wt == QT_Q5_K;
     float32x4_t acc[TB];
     for (int b = 0; b < nb; b++) acc[b] = vdupq_n_f32(0);
     for (int64_t i = 0; i < nsb; i++) {
-        const block_q4_K *p4 = (const block_q4_K *)w + i;
-        const block_q6_K *p6 = (const block_q6_K *)w + i;
-        uint8_t sc[8], mn[8];
-        if (wt == QT_Q4_K) q4k_scales(p4->scales, sc, mn);
+        const uint8_t *p = w + (size_t)i * blk_bytes(wt);
+        k_scales h;
+        k_head(wt, p, &h);
         int32x4_t isum[TB];
         for (int b = 0; b < nb; b++) isum[b] = vdupq_n_s32(0);
-        for (int j = 0; j < 8; j++) { /* 32 elements: j-th sub-block of Q4_K, quarter j of Q6_K */
+        for (int j = 0; j < 8; j++) {
             int8x16_t w0, w1;
-            int s0, s1;
-            if (wt == QT_Q4_K) {
-                const uint8_t *q = p4->qs + 32 * (j / 2);
-                uint8x16_t v0 = vld1q_u8(q), v1 = vld1q_u8(q + 16);
-                if (j & 1) v0 = vshrq_n_u8(v0, 4), v1 = vshrq_n_u8(v1, 4);
-                else v0 = vandq_u8(v0, vdupq_n_u8(15)), v1 = vandq_u8(v1, vdupq_n_u8(15));
-                w0 = vreinterpretq_s8_u8(v0), w1 = vreinterpretq_s8_u8(v1);
-                s0 = s1 = sc[j];
-            } else {
-                int h = j / 4, k = j % 4;
-                const uint8_t *ql = p6->ql + 64 * h + 32 * (k & 1), *qh = p6->qh + 32 * h;
-                uint8x16_t l0 = vld1q_u8(ql), l1 = vld1q_u8(ql + 16);
-                if (k >= 2) l0 = vshrq_n_u8(l0, 4), l1 = vshrq_n_u8(l1, 4);
-                else l0 = vandq_u8(l0, vdupq_n_u8(15)), l1 = vandq_u8(l1, vdupq_n_u8(15));
-                int8x16_t sh = vdupq_n_s8((int8_t)(4 - 2 * k)); /* move bits 2k..2k+1 to 4..5 */
-                uint8x16_t h0 = vandq_u8(vshlq_u8(vld1q_u8(qh), sh), vdupq_n_u8(0x30));
-                uint8x16_t h1 = vandq_u8(vshlq_u8(vld1q_u8(qh + 16), sh), vdupq_n_u8(0x30));
-                w0 = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(l0, h0)), vdupq_n_s8(32));
-                w1 = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(l1, h1)), vdupq_n_s8(32));
-                s0 = p6->scales[2 * j], s1 = p6->scales[2 * j + 1];
-            }
+            k_quants(wt, p, j, &w0, &w1);
             for (int b = 0; b < nb; b++) {
-                const int8_t *q = a[b][i].qs + 32 * j;
+                const int8_t *q = ((const block_q8_K *)a[b] + i)->qs + 32 * j;
                 int32x4_t t0 = dot16(w0, vld1q_s8(q), vdupq_n_s32(0));
                 int32x4_t t1 = dot16(w1, vld1q_s8(q + 16), vdupq_n_s32(0));
-                isum[b] = vmlaq_n_s32(vmlaq_n_s32(isum[b], t0, s0), t1, s1);
+                isum[b] = vmlaq_n_s32(vmlaq_n_s32(isum[b], t0, h.sc[2 * j]), t1, h.sc[2 * j + 1]);
             }
         }
-        float d = fp16_to_f32(wt == QT_Q4_K ? p4->d : p6->d);
-        if (wt == QT_Q4_K) {
-            float dmin = fp16_to_f32(p4->dmin);
-            /* sub-block j's min applies to bsums 2j and 2j+1 */
-            uint8x8_t m8 = vld1_u8(mn);
-            int16x8_t mlo = vreinterpretq_s16_u16(vmovl_u8(vzip1_u8(m8, m8)));
-            int16x8_t mhi = vreinterpretq_s16_u16(vmovl_u8(vzip2_u8(m8, m8)));
-            for (int b = 0; b < nb; b++) {
-                const block_q8_K *ab = a[b] + i;
+        for (int b = 0; b < nb; b++) {
+            const block_q8_K *ab = (const block_q8_K *)a[b] + i;
+            acc[b] = vfmaq_n_f32(acc[b], vcvtq_f32_s32(isum[b]), h.d * ab->d);
+            if (with_min) {
                 int16x8_t b0 = vld1q_s16(ab->bsums), b1 = vld1q_s16(ab->bsums + 8);
-                int32x4_t ms = vmull_s16(vget_low_s16(b0), vget_low_s16(mlo));
-                ms = vmlal_high_s16(ms, b0, mlo);
-                ms = vmlal_s16(ms, vget_low_s16(b1), vget_low_s16(mhi));
-                ms = vmlal_high_s16(ms, b1, mhi);
-                acc[b] = vfmaq_n_f32(acc[b], vcvtq_f32_s32(isum[b]), d * ab->d);
-                acc[b] = vfmsq_n_f32(acc[b], vcvtq_f32_s32(ms), dmin * ab->d);
+                int32x4_t ms = vmull_s16(vget_low_s16(b0), vget_low_s16(h.mlo));
+                ms = vmlal_high_s16(ms, b0, h.mlo);
+                ms = vmlal_s16(ms, vget_low_s16(b1), vget_low_s16(h.mhi));
+                ms = vmlal_high_s16(ms, b1, h.mhi);
+                acc[b] = vfmsq_n_f32(acc[b], vcvtq_f32_s32(ms), h.dmin * ab->d);
             }
-        } else {
-            for (int b = 0; b < nb; b++) acc[b] = vfmaq_n_f32(acc[b], vcvtq_f32_s32(isum[b]), d * a[b][i].d);
         }
     }
     for (int b = 0; b < nb; b++) res[b] = vaddvq_f32(acc[b]);
 }
 
-INLINE void mm_k(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act, size_t arb, int B, int64_t K,
-                 int64_t r0, int64_t r1, float *y, size_t ldy) {
-    const int64_t nsb = K / QK_K;
+/* Every block type: one pass over each weight row for a tile of up to TB activation rows. A row's output
+ * takes the same arithmetic whatever nb is, so the batch does not change its bits. */
+INLINE void mm_blocks(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act, size_t arb, int B,
+                      int64_t K, int64_t r0, int64_t r1, float *y, size_t ldy) {
+    const int64_t n = K / (is_k(wt) ? QK_K : QK8_0);
     int64_t rc = row_chunk(wrb, B, r1 - r0, 1);
     for (int64_t c0 = r0; c0 < r1; c0 += rc) {
         int64_t c1 = LAYA_MIN(r1, c0 + rc);
         for (int b0 = 0; b0 < B; b0 += TB) {
             int nb = LAYA_MIN(TB, B - b0);
-            const block_q8_K *a[TB];
-            for (int t = 0; t < nb; t++) a[t] = (const block_q8_K *)(act + (size_t)(b0 + t) * arb);
+            const uint8_t *a[TB];
+            for (int t = 0; t < nb; t++) a[t] = act + (size_t)(b0 + t) * arb;
             for (int64_t r = c0; r < c1; r++) {
                 const uint8_t *w = W + (size_t)r * wrb;
                 float res[TB];
+#define TILE(k) (is_k(wt) ? k_tile(wt, k, w, a, n, res) : q8_tile(wt, k, w, a, n, res))
                 switch (nb) {
-                case 1: k_tile(wt, 1, w, a, nsb, res); break;
-                case 2: k_tile(wt, 2, w, a, nsb, res); break;
-                case 3: k_tile(wt, 3, w, a, nsb, res); break;
-                default: k_tile(wt, 4, w, a, nsb, res); break;
+                case 1: TILE(1); break;
+                case 2: TILE(2); break;
+                case 3: TILE(3); break;
+                default: TILE(4); break;
                 }
+#undef TILE
                 for (int t = 0; t < nb; t++) y[(size_t)(b0 + t) * ldy + (size_t)r] = res[t];
             }
         }
@@ -473,10 +599,19 @@ static void neon_matmul(uint32_t wtype, const void *W, size_t w_row_bytes, const
     case QT_F32: mm_float(QT_F32, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
     case QT_F16: mm_float(QT_F16, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
     case QT_BF16: mm_float(QT_BF16, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
-    case QT_Q8_0: mm_q8(QT_Q8_0, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
-    case QT_Q4_0: mm_q8(QT_Q4_0, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
-    case QT_Q4_K: mm_k(QT_Q4_K, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
-    case QT_Q6_K: mm_k(QT_Q6_K, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
+#define MM(t) mm_blocks(t, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy)
+    case QT_Q8_0: MM(QT_Q8_0); return;
+    case QT_Q4_0: MM(QT_Q4_0); return;
+    case QT_Q4_1: MM(QT_Q4_1); return;
+    case QT_Q5_0: MM(QT_Q5_0); return;
+    case QT_Q5_1: MM(QT_Q5_1); return;
+    case QT_IQ4_NL: MM(QT_IQ4_NL); return;
+    case QT_Q2_K: MM(QT_Q2_K); return;
+    case QT_Q3_K: MM(QT_Q3_K); return;
+    case QT_Q4_K: MM(QT_Q4_K); return;
+    case QT_Q5_K: MM(QT_Q5_K); return;
+    case QT_Q6_K: MM(QT_Q6_K); return;
+#undef MM
     default: kn_ref_ops.matmul(wtype, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
     }
 }
