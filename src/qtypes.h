@@ -65,6 +65,9 @@ int qt_dequantize_row(uint32_t type, const void *src, float *y, int64_t n);
  * (0 for the others; sc and mn untouched; returns 1). q has room for 256. 0 for other types. The scalar
  * kernels compute with these; dequantize applies ggml's float order to them. */
 int qt_block_ints(uint32_t type, const void *blk, int *q, int *sc, int *mn, float *d, float *dmin);
+/* Q4_K / Q5_K's twelve scale bytes to their eight 6-bit scales and minimums, and back. */
+void qt_k4_scales_unpack(const uint8_t *s, uint8_t sc[8], uint8_t mn[8]);
+void qt_k4_scales_pack(const uint8_t sc[8], const uint8_t mn[8], uint8_t *s);
 
 /* Element i of an MLX scales or biases tensor (F32, F16 or BF16; need not be aligned) as a float. */
 float mlx_sb_get(uint32_t t, const void *p, int64_t i);

@@ -86,7 +86,7 @@ size_t qt_row_bytes(uint32_t type, int64_t n) {
 /* ---- Q4_K scale packing: eight 6-bit scales and eight 6-bit mins in 12 bytes. Sub-blocks 0-3 keep
  * their scale and min in the low six bits of bytes 0-3 and 4-7; sub-blocks 4-7 keep their low four bits
  * in the nibbles of bytes 8-11 and their top two bits in the spare top bits of bytes 0-7. */
-static void q4k_unpack_scales(const uint8_t *s, uint8_t sc[8], uint8_t mn[8]) {
+void qt_k4_scales_unpack(const uint8_t *s, uint8_t sc[8], uint8_t mn[8]) {
     for (int j = 0; j < 4; j++) {
         sc[j] = s[j] & 63;
         mn[j] = s[j + 4] & 63;
@@ -95,7 +95,7 @@ static void q4k_unpack_scales(const uint8_t *s, uint8_t sc[8], uint8_t mn[8]) {
     }
 }
 
-static void q4k_pack_scales(const uint8_t sc[8], const uint8_t mn[8], uint8_t *s) {
+void qt_k4_scales_pack(const uint8_t sc[8], const uint8_t mn[8], uint8_t *s) {
     for (int j = 0; j < 4; j++) {
         s[j] = (uint8_t)((sc[j] & 63) | ((sc[j + 4] >> 4) << 6));
         s[j + 4] = (uint8_t)((mn[j] & 63) | ((mn[j + 4] >> 4) << 6));
@@ -171,7 +171,7 @@ int qt_block_ints(uint32_t type, const void *blk, int *q, int *sc, int *mn, floa
         const block_q5_K *b5 = blk;
         const uint8_t *qs = type == QT_Q4_K ? b4->qs : b5->qs;
         uint8_t s8[8], m8[8];
-        q4k_unpack_scales(type == QT_Q4_K ? b4->scales : b5->scales, s8, m8);
+        qt_k4_scales_unpack(type == QT_Q4_K ? b4->scales : b5->scales, s8, m8);
         *d = fp16_to_f32(type == QT_Q4_K ? b4->d : b5->d), *dmin = fp16_to_f32(type == QT_Q4_K ? b4->dmin : b5->dmin);
         for (int e = 0; e < QK_K; e++) {
             int c = e / 64, l = e % 64, v = l < 32 ? qs[32 * c + l] & 15 : qs[32 * c + l - 32] >> 4;
@@ -350,7 +350,7 @@ static void quant_q4_K(const float *x, block_q4_K *b) {
         sc[j] = d > 0 ? (uint8_t)LAYA_MIN(63, (int)ceilf(scale[j] / d)) : 0;
         mn[j] = dmin > 0 ? (uint8_t)LAYA_MIN(63, nearest(off[j] / dmin)) : 0;
     }
-    q4k_pack_scales(sc, mn, b->scales);
+    qt_k4_scales_pack(sc, mn, b->scales);
     memset(b->qs, 0, sizeof b->qs);
     for (int e = 0; e < QK_K; e++) {
         int j = e / 32, c = e / 64, l = e % 32;

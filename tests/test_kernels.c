@@ -614,8 +614,8 @@ static void check_p16(uint32_t type, int64_t K, int64_t N, int B) {
     int bad_blk = 0, bad_row = 0;
     float *wr = malloc((size_t)K * sizeof(float)), *wp = malloc((size_t)K * sizeof(float));
     for (int64_t r = 0; r < N; r++) {
-        for (int64_t i = 0; i < K / 32; i++) {
-            uint8_t blk[64];
+        for (int64_t i = 0; i < K / qt_get(type)->block; i++) {
+            uint8_t blk[256];
             kn_p16_block(pt, P, K, r, i, blk);
             bad_blk += memcmp(blk, W + (size_t)r * wrb + (size_t)i * (size_t)qt_get(type)->bytes, (size_t)qt_get(type)->bytes) != 0;
         }
@@ -636,11 +636,17 @@ static void check_p16(uint32_t type, int64_t K, int64_t N, int B) {
                   g_tables[t]->name, (long long)K);
         }
     }
+    float *y0 = malloc((size_t)B * (size_t)N * sizeof(float));
     for (int t = 0; t < g_ntables; t++) {
         const kn_ops *k = g_tables[t];
         if (t > 0 && !k->packs) continue; /* P16 falls back to the reference there */
         for (size_t i = 0; i < (size_t)B * (size_t)N; i++) ys[i] = SENTINEL;
         k->matmul(type, W, wrb, act, arb, B, K, 0, N, ys, (size_t)N);
+        /* the K types' packing tables compute in the reference's float order: the scalar table's bits */
+        if (t == 0) memcpy(y0, ys, (size_t)B * (size_t)N * sizeof(float));
+        else if (qt_get(type)->block == QK_K)
+            CHECK(invariance_bad(ys, y0, B, N) == 0, "%s %s K=%lld B=%d: not the scalar table's bits", k->name,
+                  qt_get(type)->name, (long long)K, B);
         for (int split = 0; split < 3; split++) {
             for (size_t i = 0; i < (size_t)B * (size_t)N; i++) yp[i] = SENTINEL;
             ranges_call(k, pt, P, 0, pact, prb, B, K, N, split, yp);
@@ -649,13 +655,14 @@ static void check_p16(uint32_t type, int64_t K, int64_t N, int B) {
                   k->name, qt_get(type)->name, (long long)K, (long long)N, B, split, bad, B * (int)N);
         }
     }
-    free(W), free(P), free(act), free(pact), free(pk), free(x), free(ys), free(yp);
+    free(W), free(P), free(act), free(pact), free(pk), free(x), free(ys), free(yp), free(y0);
 }
 
 static void test_p16(void) {
-    CHECK(kn_p16_type(QT_Q4_0) == KN_P16_Q4_0 && kn_p16_source(KN_P16_Q8_0) == QT_Q8_0 && !kn_p16_type(QT_Q4_K) &&
+    CHECK(kn_p16_type(QT_Q4_0) == KN_P16_Q4_0 && kn_p16_source(KN_P16_Q8_0) == QT_Q8_0 && !kn_p16_type(QT_Q5_K) &&
+              kn_p16_type(QT_Q4_K) == KN_P16_Q4_K && !kn_pack_panel_bytes(KN_P16_Q6_K, 512 + 32) &&
               !kn_pack_panel_bytes(KN_P16_Q4_0, 48) && kn_p16_type(QT_Q5_1) == KN_P16_Q5_1 &&
-              kn_p16_source(KN_P16_IQ4_NL) == QT_IQ4_NL && !kn_p16_source(0x100 | QT_Q4_K) && !kn_p16_source(QT_Q4_0),
+              kn_p16_source(KN_P16_IQ4_NL) == QT_IQ4_NL && !kn_p16_source(0x100 | QT_Q5_K) && !kn_p16_source(QT_Q4_0),
           "P16 type mapping");
     /* the panel sizes: 22 bytes per row and block for Q5_0, plus the fp16 minimums for Q5_1 */
     CHECK(kn_pack_panel_bytes(KN_P16_Q5_0, 64) == 2 * 5 * 64 + 64 && kn_pack_panel_bytes(KN_P16_Q5_1, 4864) == 152 * 320 + 2 * 4864 &&
@@ -668,6 +675,12 @@ static void test_p16(void) {
         for (size_t ki = 0; ki < sizeof ks_more / sizeof *ks_more; ki++)
             for (size_t bi = 0; bi < sizeof Bs_more / sizeof *Bs_more; bi++)
                 check_p16(more[ti], ks_more[ki], bi % 2 ? 37 : 48, Bs_more[bi]);
+    /* Q4_K and Q6_K: super-blocks of 256, the 0.5B and 1B shapes' K */
+    static const int64_t ks_k[] = {256, 512, 1536, 4864};
+    for (int q = 0; q < 2; q++)
+        for (size_t ki = 0; ki < sizeof ks_k / sizeof *ks_k; ki++)
+            for (size_t bi = 0; bi < sizeof Bs_more / sizeof *Bs_more; bi++)
+                check_p16(q ? QT_Q6_K : QT_Q4_K, ks_k[ki], bi % 2 ? 37 : 48, Bs_more[bi]);
     /* K: one block, 4-block groups cut short, several 32-block chains, the 0.5B shapes (896, 4864), over
      * the decode kernel's 192-block chunk; B: each tile size, two tiles, the panel kernel's range */
     static const int64_t ks[] = {32, 96, 512, 896, 2080, 4864, 6176};

@@ -39,12 +39,15 @@ size_t kn_act_row_bytes(uint32_t wtype, int64_t K) {
     case QT_Q5_K:
     case QT_Q6_K: return K % QK_K ? 0 : (size_t)(K / QK_K) * sizeof(block_q8_K);
     }
+    if (wtype == KN_P16_Q4_K || wtype == KN_P16_Q6_K) return K % QK_K ? 0 : (size_t)(K / QK_K) * (QK_K + 4 + 64 + 16);
     if (kn_p16_source(wtype)) return K % QK8_0 ? 0 : (size_t)(K / QK8_0) * (QK8_0 + 4 * 4);
     return 0;
 }
 
 uint32_t kn_p16_type(uint32_t wtype) {
     switch (wtype) {
+    case QT_Q4_K:
+    case QT_Q6_K:
     case QT_Q8_0:
     case QT_Q4_0:
     case QT_Q4_1:
@@ -62,6 +65,8 @@ int kn_p16_qvecs(uint32_t ptype) {
     case QT_Q8_0: return 8;
     case QT_Q5_0:
     case QT_Q5_1: return 5;
+    case QT_Q4_K: return 37; /* per super-block: 32 quant vectors, 4 of scales and minimums, 1 of d, dmin */
+    case QT_Q6_K: return 53; /* 32 of ql, 16 of qh, 4 of scales, 1 of d */
     case 0: return 0;
     }
     return 4;
@@ -71,7 +76,10 @@ int kn_p16_has_min(uint32_t ptype) { return ptype == KN_P16_Q4_1 || ptype == KN_
 
 static size_t pad64(size_t n) { return (n + 63) / 64 * 64; }
 
+static int is_k(uint32_t ptype) { return ptype == KN_P16_Q4_K || ptype == KN_P16_Q6_K; }
+
 size_t kn_pack_panel_bytes(uint32_t ptype, int64_t K) {
+    if (is_k(ptype)) return K <= 0 || K % QK_K ? 0 : (size_t)(K / QK_K) * (size_t)kn_p16_qvecs(ptype) * 64;
     if (!kn_p16_source(ptype) || K <= 0 || K % 32) return 0;
     size_t nb = (size_t)(K / 32);
     return nb * (size_t)kn_p16_qvecs(ptype) * 64 + pad64(nb * 32) * (kn_p16_has_min(ptype) ? 2 : 1);
@@ -114,8 +122,59 @@ static uint32_t plane_to_qh(uint32_t v) {
     return qh;
 }
 
+/* Lane `lane` of one super-block of a K-type panel (v: the super-block's 64-byte vectors) from the source
+ * block b, or back (to_panel 0). Q4_K: vector 8c + t holds qs[32c + 4t..], vectors 32-33 the eight 6-bit
+ * scales as bytes, 34-35 the eight minimums, vector 36 the fp16 d (bytes 0-31) and dmin (32-63) of the 16
+ * rows. Q6_K: vector 8(2h + j) + t holds ql[64h + 32j + 4t..], 32 + 8h + t qh[32h + 4t..], 48-51 the
+ * sixteen int8 scales, vector 52 the fp16 d. */
+static void k_lane(uint32_t ptype, uint8_t *v, int lane, uint8_t *b, int to_panel) {
+#define MV(dst, src, n) (to_panel ? memcpy((dst), (src), (n)) : memcpy((src), (dst), (n)))
+    if (ptype == KN_P16_Q4_K) {
+        block_q4_K *q = (block_q4_K *)b;
+        for (int i = 0; i < 32; i++) MV(v + 64 * i + 4 * lane, q->qs + 4 * i, 4);
+        uint8_t sc[8], mn[8];
+        if (to_panel) qt_k4_scales_unpack(q->scales, sc, mn);
+        else memcpy(sc, v + 64 * 32 + 4 * lane, 4), memcpy(sc + 4, v + 64 * 33 + 4 * lane, 4),
+             memcpy(mn, v + 64 * 34 + 4 * lane, 4), memcpy(mn + 4, v + 64 * 35 + 4 * lane, 4);
+        if (to_panel) memcpy(v + 64 * 32 + 4 * lane, sc, 4), memcpy(v + 64 * 33 + 4 * lane, sc + 4, 4),
+                      memcpy(v + 64 * 34 + 4 * lane, mn, 4), memcpy(v + 64 * 35 + 4 * lane, mn + 4, 4);
+        else qt_k4_scales_pack(sc, mn, q->scales);
+        MV(v + 64 * 36 + 2 * lane, &q->d, 2);
+        MV(v + 64 * 36 + 32 + 2 * lane, &q->dmin, 2);
+    } else {
+        block_q6_K *q = (block_q6_K *)b;
+        for (int i = 0; i < 32; i++) MV(v + 64 * i + 4 * lane, q->ql + 4 * i, 4);
+        for (int i = 0; i < 16; i++) MV(v + 64 * (32 + i) + 4 * lane, q->qh + 4 * i, 4);
+        for (int i = 0; i < 4; i++) MV(v + 64 * (48 + i) + 4 * lane, q->scales + 4 * i, 4);
+        MV(v + 64 * 52 + 2 * lane, &q->d, 2);
+    }
+#undef MV
+}
+
+static void kn_pack_k(uint32_t ptype, const void *W, size_t w_row_bytes, int64_t N, int64_t K, int64_t p0, int64_t p1,
+                      void *dst) {
+    const uint32_t st = kn_p16_source(ptype);
+    const size_t pb = kn_pack_panel_bytes(ptype, K), sbb = (size_t)kn_p16_qvecs(ptype) * 64, bsz = (size_t)qt_get(st)->bytes;
+    for (int64_t p = p0; p < p1; p++) {
+        uint8_t *P = (uint8_t *)dst + (size_t)p * pb;
+        for (int64_t i = 0; i < K / QK_K; i++) {
+            uint8_t *v = P + (size_t)i * sbb;
+            if (ptype == KN_P16_Q6_K) memset(v + 64 * 52 + 32, 0, 32);
+            for (int r = 0; r < 16; r++) {
+                uint8_t blk[sizeof(block_q6_K)] = {0}; /* padding rows: all zero */
+                if (p * 16 + r < N) memcpy(blk, (const uint8_t *)W + (size_t)(p * 16 + r) * w_row_bytes + (size_t)i * bsz, bsz);
+                k_lane(ptype, v, r, blk, 1);
+            }
+        }
+    }
+}
+
 void kn_pack(uint32_t ptype, const void *W, size_t w_row_bytes, int64_t N, int64_t K, int64_t p0, int64_t p1,
              void *dst) {
+    if (is_k(ptype)) {
+        kn_pack_k(ptype, W, w_row_bytes, N, K, p0, p1, dst);
+        return;
+    }
     const uint32_t st = kn_p16_source(ptype);
     const size_t pb = kn_pack_panel_bytes(ptype, K);
     const int64_t nb = K / 32;
@@ -161,6 +220,11 @@ void kn_pack(uint32_t ptype, const void *W, size_t w_row_bytes, int64_t N, int64
 }
 
 void kn_p16_block(uint32_t ptype, const void *P, int64_t K, int64_t r, int64_t i, void *blk) {
+    if (is_k(ptype)) {
+        const uint8_t *pan = (const uint8_t *)P + (size_t)(r / 16) * kn_pack_panel_bytes(ptype, K);
+        k_lane(ptype, (uint8_t *)(uintptr_t)(pan + (size_t)i * (size_t)kn_p16_qvecs(ptype) * 64), (int)(r % 16), blk, 0);
+        return;
+    }
     const uint32_t st = kn_p16_source(ptype);
     const int64_t nb = K / 32;
     const int qv = kn_p16_qvecs(ptype), nq = st == QT_Q8_0 ? 8 : 4, lane = (int)(r % 16);
@@ -251,9 +315,10 @@ const kn_ops *kn_best(void) {
 
 void kn_p16_row(uint32_t ptype, const void *P, int64_t K, int64_t r, float *y) {
     const uint32_t st = kn_p16_source(ptype);
-    uint8_t blk[sizeof(block_q8_0)]; /* the largest of the source blocks */
-    for (int64_t i = 0; i < K / 32; i++) {
+    const int blk_n = qt_get(st)->block;
+    uint8_t blk[sizeof(block_q6_K)]; /* the largest of the source blocks */
+    for (int64_t i = 0; i < K / blk_n; i++) {
         kn_p16_block(ptype, P, K, r, i, blk);
-        qt_dequantize_row(st, blk, y + 32 * i, 32);
+        qt_dequantize_row(st, blk, y + blk_n * i, blk_n);
     }
 }

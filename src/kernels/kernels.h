@@ -40,7 +40,14 @@ size_t kn_act_row_bytes(uint32_t wtype, int64_t K);
  * int32 corrections -8 * sum(qs), nb int32 -128 * sum(qs) (the weight offsets the unsigned dot products
  * add: Q4_0's nibbles are q + 8, Q8_0's bytes q + 128, IQ4_NL's levels are taken + 128, Q5_0's 5-bit
  * values q + 16, twice the first), and nb floats d * sum(qs) (for the minimums). */
+/* Q4_K and Q6_K have P16 forms too: panel p is the K / 256 super-blocks of its 16 rows, each
+ * kn_p16_qvecs 64-byte vectors whose 32-bit lane r (or 16-bit lane, for the fp16 fields) is row 16p + r's
+ * (kernels.c, k_lane, gives the order). Their activation format ("q8_K split") per row: the K int8
+ * quants, then a float d per super-block, then 16 int32 sums of 16 quants per super-block, then 8 int16 per
+ * super-block: the sums of 32 quants, s_j for sub-block j, in the order s0 s2 s1 s3 s4 s6 s5 s7 (the pairs
+ * Q4_K's minimums are multiplied with). Quantized as block_q8_K: the same quants and scales. */
 enum {
+    KN_P16_Q4_K = 0x100 | QT_Q4_K, KN_P16_Q6_K = 0x100 | QT_Q6_K,
     KN_P16_Q4_0 = 0x100 | QT_Q4_0, KN_P16_Q4_1 = 0x100 | QT_Q4_1, KN_P16_Q5_0 = 0x100 | QT_Q5_0,
     KN_P16_Q5_1 = 0x100 | QT_Q5_1, KN_P16_Q8_0 = 0x100 | QT_Q8_0, KN_P16_IQ4_NL = 0x100 | QT_IQ4_NL
 };

@@ -135,6 +135,27 @@ static void avx512_quantize_act(uint32_t wtype, const float *x, void *xq, int64_
             }
         }
         return;
+    case KN_P16_Q4_K:
+    case KN_P16_Q6_K: { /* the q8_K split format (kernels.h) */
+        const int64_t nsb = K / QK_K;
+        int8_t *qs = xq;
+        float *ds = (float *)(qs + K);
+        int32_t *bs = (int32_t *)(ds + nsb);
+        int16_t *pairs = (int16_t *)(bs + 16 * nsb);
+        for (int64_t i = 0; i < nsb; i++) {
+            block_q8_K b;
+            avx512_quantize_act(QT_Q4_K, x + i * QK_K, &b, QK_K);
+            memcpy(qs + i * QK_K, b.qs, QK_K);
+            ds[i] = b.d;
+            for (int t = 0; t < 16; t++) bs[16 * i + t] = b.bsums[t];
+            for (int j = 0; j < 4; j++) { /* s0 s2 s1 s3 s4 s6 s5 s7 */
+                int u = (j & 1) + 4 * (j >> 1);
+                pairs[8 * i + 2 * j] = (int16_t)(b.bsums[2 * u] + b.bsums[2 * u + 1]);
+                pairs[8 * i + 2 * j + 1] = (int16_t)(b.bsums[2 * u + 4] + b.bsums[2 * u + 5]);
+            }
+        }
+        return;
+    }
     default: kn_ref_ops.quantize_act(wtype, x, xq, K); return;
     }
 }
@@ -956,10 +977,17 @@ INLINE void k_decode(uint32_t wt, const uint8_t *w, int64_t i, __m512i *wq, __m5
     }
 }
 
-INLINE void k_tile(uint32_t wt, int nb, const uint8_t *w, const block_q8_K *const *a, int64_t nsb, __m512 *res) {
-    __m512 acc[TB];
+/* Float order, per output. Q4_K, Q6_K: that of the scalar reference, bit for bit (per super-block the
+ * exact integer sums, the lanes added as integers, become sum += (d * da) * isum - (dmin * da) * msum, one
+ * super-block after the other), which their P16 form below also follows, so a matrix gives the same bits
+ * packed or not. Q2_K, Q3_K, Q5_K (never packed): the lanes' partial sums go by fma into 16 float lanes,
+ * added up at the end of the row, which saves two horizontal sums per super-block. */
+INLINE void k_tile(uint32_t wt, int nb, const uint8_t *w, const block_q8_K *const *a, int64_t nsb, float *res) {
+    const int ref_order = wt == QT_Q4_K || wt == QT_Q6_K;
+    float acc[TB];
+    __m512 accv[TB];
 #pragma GCC unroll 8
-    for (int b = 0; b < nb; b++) acc[b] = _mm512_setzero_ps();
+    for (int b = 0; b < nb; b++) acc[b] = 0, accv[b] = _mm512_setzero_ps();
     const size_t bsz = qt_get(wt)->bytes;
     for (int64_t i = 0; i < nsb; i++) {
 #pragma GCC unroll 4
@@ -980,13 +1008,19 @@ INLINE void k_tile(uint32_t wt, int nb, const uint8_t *w, const block_q8_K *cons
             }
             __m256i bs = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)ab->bsums), mf);
             if (off) isum = _mm512_sub_epi32(isum, _mm512_zextsi256_si512(_mm256_mullo_epi32(bs, _mm256_set1_epi32(off))));
-            acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(d * ab->d), acc[b]);
-            if (wt == QT_Q4_K || wt == QT_Q5_K || wt == QT_Q2_K)
-                acc[b] = _mm512_fnmadd_ps(_mm512_zextps256_ps512(_mm256_cvtepi32_ps(bs)), _mm512_set1_ps(dmin * ab->d), acc[b]);
+            if (ref_order) {
+                float t = d * ab->d * (float)_mm512_reduce_add_epi32(isum);
+                if (wt == QT_Q4_K) t -= dmin * ab->d * (float)_mm512_reduce_add_epi32(_mm512_zextsi256_si512(bs));
+                acc[b] += t;
+            } else {
+                accv[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(d * ab->d), accv[b]);
+                if (wt == QT_Q5_K || wt == QT_Q2_K)
+                    accv[b] = _mm512_fnmadd_ps(_mm512_zextps256_ps512(_mm256_cvtepi32_ps(bs)), _mm512_set1_ps(dmin * ab->d), accv[b]);
+            }
         }
     }
 #pragma GCC unroll 8
-    for (int b = 0; b < nb; b++) res[b] = acc[b];
+    for (int b = 0; b < nb; b++) res[b] = ref_order ? acc[b] : _mm512_reduce_add_ps(accv[b]);
 }
 
 INLINE void mm_k(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act, size_t arb, int B, int64_t K,
@@ -1001,7 +1035,7 @@ INLINE void mm_k(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act, 
             for (int t = 0; t < nb; t++) a[t] = (const block_q8_K *)(act + (size_t)(b0 + t) * arb);
             for (int64_t r = c0; r < c1; r++) {
                 const uint8_t *w = W + (size_t)r * wrb;
-                __m512 res[TB];
+                float res[TB];
                 switch (nb) {
                 case 1: k_tile(wt, 1, w, a, nsb, res); break;
                 case 2: k_tile(wt, 2, w, a, nsb, res); break;
@@ -1012,7 +1046,7 @@ INLINE void mm_k(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act, 
                 case 7: k_tile(wt, 7, w, a, nsb, res); break;
                 default: k_tile(wt, 8, w, a, nsb, res); break;
                 }
-                for (int t = 0; t < nb; t++) y[(size_t)(b0 + t) * ldy + (size_t)r] = _mm512_reduce_add_ps(res[t]);
+                for (int t = 0; t < nb; t++) y[(size_t)(b0 + t) * ldy + (size_t)r] = res[t];
             }
         }
     }
@@ -1399,6 +1433,161 @@ static void mm_p16_src(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t 
     }
 }
 
+/* ---------------------------------------------------------------- Q4_K / Q6_K packed at load (P16) */
+
+/* A panel's super-block (kernels.c k_lane gives the vector order) against up to P16K_B activation rows in
+ * the q8_K split format: 32-bit lane r of every vector is weight row r, so the weights are decoded once
+ * for the tile and each sub-block's integer dot product is 8 (Q4_K, 32 elements) or 4 (Q6_K, 16) vpdpbusd
+ * with four activation bytes broadcast, times the sub-block's integer scale (vpmulld), summed exactly;
+ * Q4_K's minimums take four vpdpwssd on the activations' 32-element sums. Then the reference's float
+ * step: run += (d * da) * isum - (dmin * da) * msum, so every output has the scalar table's bits. */
+#define P16K_B 4
+
+typedef struct p16k_act {
+    const int8_t *qs[P16K_B];
+    const float *d[P16K_B];
+    const int32_t *bs[P16K_B];
+    const int32_t *pairs[P16K_B]; /* the int16 pairs of 32-element sums, as 32-bit words */
+} p16k_act;
+
+/* Signed byte k of every 32-bit lane of v as 32-bit integers. */
+INLINE __m512i lane_byte_s(__m512i v, int k) { return _mm512_srai_epi32(_mm512_slli_epi32(v, 24 - 8 * k), 24); }
+
+INLINE void p16k_super(uint32_t pt, int nb, const uint8_t *v, int64_t i, const p16k_act *A, __m512 *run) {
+    const __m512i m4 = _mm512_set1_epi8(15);
+    __m512i isum[P16K_B], msum[P16K_B];
+#pragma GCC unroll 4
+    for (int b = 0; b < nb; b++) isum[b] = _mm512_setzero_si512(), msum[b] = _mm512_setzero_si512();
+    const size_t sbb = (pt == KN_P16_Q4_K ? 37 : 53) * 64;
+#pragma GCC unroll 8
+    for (size_t o = 0; o < sbb; o += 64) _mm_prefetch((const char *)v + P16_PF + o, _MM_HINT_T0);
+    if (nb > 1)
+#pragma GCC unroll 8
+        for (size_t o = 0; o < sbb; o += 64) _mm_prefetch((const char *)v + P16_PF_L2 + o, _MM_HINT_T1);
+    __m512 dv, mv = _mm512_setzero_ps();
+    if (pt == KN_P16_Q4_K) {
+        const __m512i s03 = _mm512_load_si512((const void *)(v + 64 * 32)), s47 = _mm512_load_si512((const void *)(v + 64 * 33));
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) { /* sub-blocks 2c (low nibbles) and 2c + 1 (high) */
+            __m512i w[16];
+#pragma GCC unroll 8
+            for (int t = 0; t < 8; t++) {
+                __m512i x = _mm512_load_si512((const void *)(v + 64 * (8 * c + t)));
+                w[t] = _mm512_and_si512(x, m4);
+                w[8 + t] = _mm512_and_si512(_mm512_srli_epi16(x, 4), m4);
+            }
+            const int j0 = 2 * c, j1 = 2 * c + 1; /* scales are unsigned 6-bit bytes */
+            const __m512i sc0 = _mm512_and_si512(_mm512_srli_epi32(j0 < 4 ? s03 : s47, 8 * (j0 % 4)), _mm512_set1_epi32(255));
+            const __m512i sc1 = _mm512_and_si512(_mm512_srli_epi32(j1 < 4 ? s03 : s47, 8 * (j1 % 4)), _mm512_set1_epi32(255));
+#pragma GCC unroll 4
+            for (int b = 0; b < nb; b++) {
+                const int8_t *q = A->qs[b] + (size_t)i * QK_K + 64 * c;
+                __m512i e[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()};
+#pragma GCC unroll 8
+                for (int t = 0; t < 8; t++) {
+                    e[t & 1] = dpbusd_bcast(e[t & 1], w[t], (const uint8_t *)q + 4 * t);
+                    e[2 + (t & 1)] = dpbusd_bcast(e[2 + (t & 1)], w[8 + t], (const uint8_t *)q + 32 + 4 * t);
+                }
+                isum[b] = _mm512_add_epi32(isum[b], _mm512_add_epi32(_mm512_mullo_epi32(_mm512_add_epi32(e[0], e[1]), sc0),
+                                                                     _mm512_mullo_epi32(_mm512_add_epi32(e[2], e[3]), sc1)));
+            }
+        }
+        const __m512i lo16 = _mm512_set1_epi32(0x00ff00ff);
+        const __m512i n03 = _mm512_load_si512((const void *)(v + 64 * 34)), n47 = _mm512_load_si512((const void *)(v + 64 * 35));
+        const __m512i mp[4] = {_mm512_and_si512(n03, lo16), _mm512_and_si512(_mm512_srli_epi32(n03, 8), lo16),
+                               _mm512_and_si512(n47, lo16), _mm512_and_si512(_mm512_srli_epi32(n47, 8), lo16)};
+#pragma GCC unroll 4
+        for (int b = 0; b < nb; b++)
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++) msum[b] = _mm512_dpwssd_epi32(msum[b], mp[k], _mm512_set1_epi32(A->pairs[b][4 * i + k]));
+        dv = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(v + 64 * 36)));
+        mv = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(v + 64 * 36 + 32)));
+    } else {
+        const __m512i m30 = _mm512_set1_epi8(0x30);
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++)
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++) { /* elements 128h + 32k..: sub-blocks 8h + 2k, 8h + 2k + 1 */
+                __m512i w[8];
+#pragma GCC unroll 8
+                for (int t = 0; t < 8; t++) {
+                    __m512i x = _mm512_load_si512((const void *)(v + 64 * (8 * (2 * h + (k & 1)) + t)));
+                    __m512i hq = _mm512_load_si512((const void *)(v + 64 * (32 + 8 * h + t)));
+                    __m512i nib = k < 2 ? _mm512_and_si512(x, m4) : _mm512_and_si512(_mm512_srli_epi16(x, 4), m4);
+                    __m512i hb = k == 0 ? _mm512_slli_epi16(hq, 4) : k == 1 ? _mm512_slli_epi16(hq, 2) : k == 2 ? hq : _mm512_srli_epi16(hq, 2);
+                    w[t] = _mm512_ternarylogic_epi32(nib, hb, m30, 0xF8); /* nib | (hb & 0x30): q + 32 */
+                }
+                const int s0 = 8 * h + 2 * k, s1 = s0 + 1;
+                const __m512i sc0 = lane_byte_s(_mm512_load_si512((const void *)(v + 64 * (48 + s0 / 4))), s0 % 4);
+                const __m512i sc1 = lane_byte_s(_mm512_load_si512((const void *)(v + 64 * (48 + s1 / 4))), s1 % 4);
+#pragma GCC unroll 4
+                for (int b = 0; b < nb; b++) {
+                    const int8_t *q = A->qs[b] + (size_t)i * QK_K + 128 * h + 32 * k;
+                    const int32_t *bs = A->bs[b] + 16 * i;
+                    __m512i e0 = _mm512_set1_epi32(-32 * bs[s0]), e1 = _mm512_set1_epi32(-32 * bs[s1]);
+#pragma GCC unroll 4
+                    for (int t = 0; t < 4; t++) {
+                        e0 = dpbusd_bcast(e0, w[t], (const uint8_t *)q + 4 * t);
+                        e1 = dpbusd_bcast(e1, w[4 + t], (const uint8_t *)q + 16 + 4 * t);
+                    }
+                    isum[b] = _mm512_add_epi32(isum[b], _mm512_add_epi32(_mm512_mullo_epi32(e0, sc0), _mm512_mullo_epi32(e1, sc1)));
+                }
+            }
+        dv = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(v + 64 * 52)));
+    }
+#pragma GCC unroll 4
+    for (int b = 0; b < nb; b++) {
+        const __m512 da = _mm512_set1_ps(A->d[b][i]);
+        __m512 t = _mm512_mul_ps(_mm512_mul_ps(dv, da), _mm512_cvtepi32_ps(isum[b]));
+        if (pt == KN_P16_Q4_K) t = _mm512_sub_ps(t, _mm512_mul_ps(_mm512_mul_ps(mv, da), _mm512_cvtepi32_ps(msum[b])));
+        run[b] = _mm512_add_ps(run[b], t);
+    }
+}
+
+INLINE void p16k_tile(uint32_t pt, int nb, const uint8_t *P, int64_t nsb, const uint8_t *act, size_t arb, __m512 *run) {
+    p16k_act A;
+#pragma GCC unroll 4
+    for (int b = 0; b < nb; b++) {
+        A.qs[b] = (const int8_t *)(act + (size_t)b * arb);
+        A.d[b] = (const float *)(A.qs[b] + nsb * QK_K);
+        A.bs[b] = (const int32_t *)(A.d[b] + nsb);
+        A.pairs[b] = A.bs[b] + 16 * nsb;
+        run[b] = _mm512_setzero_ps();
+    }
+    const size_t sbb = (pt == KN_P16_Q4_K ? 37 : 53) * 64;
+    for (int64_t i = 0; i < nsb; i++) p16k_super(pt, nb, P + (size_t)i * sbb, i, &A, run);
+}
+
+INLINE void mm_p16k_t(uint32_t pt, const uint8_t *W, const uint8_t *act, size_t arb, int B, int64_t K, int64_t r0,
+                      int64_t r1, float *y, size_t ldy) {
+    const size_t pb = kn_pack_panel_bytes(pt, K);
+    const int64_t nsb = K / QK_K, p0 = r0 / 16, p1 = (r1 + 15) / 16;
+    const int64_t pc = B <= P16K_B ? p1 - p0 : LAYA_MAX(1, (int64_t)(P16_CHUNK / pb));
+    for (int64_t c0 = p0; c0 < p1; c0 += pc) {
+        const int64_t c1 = LAYA_MIN(p1, c0 + pc);
+        for (int b0 = 0; b0 < B; b0 += P16K_B) {
+            const int nb = LAYA_MIN(P16K_B, B - b0);
+            for (int64_t p = c0; p < c1; p++) {
+                __m512 run[P16K_B];
+                const uint8_t *Pp = W + (size_t)p * pb, *a = act + (size_t)b0 * arb;
+                switch (nb) {
+                case 1: p16k_tile(pt, 1, Pp, nsb, a, arb, run); break;
+                case 2: p16k_tile(pt, 2, Pp, nsb, a, arb, run); break;
+                case 3: p16k_tile(pt, 3, Pp, nsb, a, arb, run); break;
+                default: p16k_tile(pt, 4, Pp, nsb, a, arb, run); break;
+                }
+                p16_store(run, nb, p, r0, r1, y + (size_t)b0 * ldy, ldy, 0);
+            }
+        }
+    }
+}
+
+__attribute__((noinline)) static void mm_p16k(uint32_t pt, const uint8_t *W, const uint8_t *act, size_t arb, int B,
+                                              int64_t K, int64_t r0, int64_t r1, float *y, size_t ldy) {
+    if (pt == KN_P16_Q4_K) mm_p16k_t(KN_P16_Q4_K, W, act, arb, B, K, r0, r1, y, ldy);
+    else mm_p16k_t(KN_P16_Q6_K, W, act, arb, B, K, r0, r1, y, ldy);
+}
+
 /* ---------------------------------------------------------------- table */
 
 static void avx512_matmul(uint32_t wtype, const void *W, size_t w_row_bytes, const void *act, size_t act_row_bytes,
@@ -1425,6 +1614,8 @@ static void avx512_matmul(uint32_t wtype, const void *W, size_t w_row_bytes, con
     case QT_Q5_0:
     case QT_Q5_1:
     case QT_IQ4_NL: mm_p16_src(wtype, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
+    case KN_P16_Q4_K:
+    case KN_P16_Q6_K: mm_p16k(wtype, W, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
     case QT_Q2_K: mm_k(QT_Q2_K, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
     case QT_Q3_K: mm_k(QT_Q3_K, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
     case QT_Q4_K: mm_k(QT_Q4_K, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;

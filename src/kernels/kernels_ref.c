@@ -99,7 +99,40 @@ static void ref_quantize_act(uint32_t wtype, const float *x, void *xq, int64_t K
             }
         }
         return;
+    case KN_P16_Q4_K:
+    case KN_P16_Q6_K: { /* the q8_K split format (kernels.h): block_q8_K's numbers, in arrays */
+        const int64_t nsb = K / QK_K;
+        int8_t *qs = xq;
+        float *ds = (float *)(qs + K);
+        int32_t *bs = (int32_t *)(ds + nsb);
+        int16_t *pairs = (int16_t *)(bs + 16 * nsb);
+        static const int order[8] = {0, 2, 1, 3, 4, 6, 5, 7};
+        for (int64_t i = 0; i < nsb; i++) {
+            block_q8_K b;
+            ref_quantize_act(QT_Q4_K, x + i * QK_K, &b, QK_K);
+            memcpy(qs + i * QK_K, b.qs, QK_K);
+            ds[i] = b.d;
+            for (int t = 0; t < 16; t++) bs[16 * i + t] = b.bsums[t];
+            for (int j = 0; j < 8; j++) pairs[8 * i + j] = (int16_t)(b.bsums[2 * order[j]] + b.bsums[2 * order[j] + 1]);
+        }
+        return;
     }
+    }
+}
+
+/* One super-block's part of a K-type dot product, added to *sum: d * da * (exact sum over sub-blocks of
+ * scale * integer dot) - dmin * da * (exact sum of minimum * the activations' 16-element sums). */
+static void ksuper_dot(uint32_t wtype, const uint8_t *wblk, const int8_t *aq, float da, const int *bsums, float *sum) {
+    int q[QK_K], sc[16], mn[16], isum = 0, msum = 0;
+    float d, dmin;
+    qt_block_ints(wtype, wblk, q, sc, mn, &d, &dmin);
+    for (int s = 0; s < 16; s++) {
+        int t = 0;
+        for (int l = 0; l < 16; l++) t += q[16 * s + l] * aq[16 * s + l];
+        isum += sc[s] * t;
+        msum += mn[s] * bsums[s];
+    }
+    *sum += d * da * (float)isum - dmin * da * (float)msum;
 }
 
 /* One 32-element block's part of a dot product, added to *sum: dw * da * (exact integer dot), then for
@@ -159,18 +192,25 @@ static void ref_matmul(uint32_t wtype, const void *W, size_t w_row_bytes, const 
             case QT_Q6_K:
                 for (int64_t i = 0; i < K / QK_K; i++) {
                     const block_q8_K *ab = (const block_q8_K *)a + i;
-                    int q[QK_K], sc[16], mn[16], isum = 0, msum = 0;
-                    float d, dmin;
-                    qt_block_ints(wtype, w + (size_t)i * (size_t)qt_get(wtype)->bytes, q, sc, mn, &d, &dmin);
-                    for (int s = 0; s < 16; s++) {
-                        int t = 0;
-                        for (int l = 0; l < 16; l++) t += q[16 * s + l] * ab->qs[16 * s + l];
-                        isum += sc[s] * t;
-                        msum += mn[s] * ab->bsums[s];
-                    }
-                    sum += d * ab->d * (float)isum - dmin * ab->d * (float)msum;
+                    int bs[16];
+                    for (int t = 0; t < 16; t++) bs[t] = ab->bsums[t];
+                    ksuper_dot(wtype, w + (size_t)i * (size_t)qt_get(wtype)->bytes, ab->qs, ab->d, bs, &sum);
                 }
                 break;
+            case KN_P16_Q4_K:
+            case KN_P16_Q6_K: { /* w is unused: the row's lane of its panel, as the source's super-blocks */
+                const int8_t *aq = (const int8_t *)a;
+                const float *ad = (const float *)(aq + K);
+                const int32_t *bs = (const int32_t *)(ad + K / QK_K);
+                for (int64_t i = 0; i < K / QK_K; i++) {
+                    uint8_t blk[sizeof(block_q6_K)];
+                    int b16[16];
+                    for (int t = 0; t < 16; t++) b16[t] = bs[16 * i + t];
+                    kn_p16_block(wtype, wbase, K, r, i, blk);
+                    ksuper_dot(kn_p16_source(wtype), blk, aq + QK_K * i, ad[i], b16, &sum);
+                }
+                break;
+            }
             case KN_P16_Q4_0:
             case KN_P16_Q4_1:
             case KN_P16_Q5_0:
