@@ -630,15 +630,15 @@ static void pack_free(struct pack_state *ps) {
     laya_free(ps);
 }
 
-/* The P16 type a matrix is packed as, or 0 (not a 32-element block type kn_p16_type knows, MLX, or no P16 size). */
+/* The P16 type a matrix is packed as, or 0 (a type without one, MLX, or no P16 size). */
 static uint32_t pack_type(const lm_mat *w) {
     uint32_t pt = w->mlx_bits ? 0 : kn_p16_type(w->type);
     return pt && kn_pack_bytes(pt, w->rows, w->cols) ? pt : 0;
 }
 
-/* Starts copying every Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/IQ4_NL matrix of the layers and the output layer into the kernels' P16 order,
- * on a thread of its own, into one anonymous map with transparent huge pages asked for (a 0.5B step
- * streams 300-550 MB); load does not wait for it (laya_model_wait_ready does). The token embedding keeps
+/* Starts copying every matrix with a P16 form (kn_p16_type: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K,
+ * Q6_K) of the layers and the output layer into the kernels' P16 order, on a thread of its own, into one
+ * anonymous map with transparent huge pages asked for (a 0.5B step streams 300-550 MB); load does not wait for it (laya_model_wait_ready does). The token embedding keeps
  * its rows in the file (when the output layer is tied to it, only the output layer's copy is packed, and
  * the lookups read the packed copy once it is there). Best effort: without the memory or a thread the
  * model computes from the file, with the same results. */

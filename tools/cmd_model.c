@@ -171,7 +171,7 @@ int cmd_info(int argc, char **argv) {
                         (double)mi.file_bytes / 1048576.0, (double)mi.weight_bytes / 1048576.0,
                         (double)kv_per_pos / 1024.0);
         if (mi.packed_bytes)
-            json_buf_printf(&b, "packed:     %.1f MiB of 32-element block matrices copied into the kernels' order (LAYA_PACK=0: none)\n",
+            json_buf_printf(&b, "packed:     %.1f MiB of block-quantized matrices copied into the kernels' order (LAYA_PACK=0: none)\n",
                             (double)mi.packed_bytes / 1048576.0);
         json_buf_printf(&b, "cpu:        %s\n", backend);
     }
