@@ -122,6 +122,19 @@ static uint32_t plane_to_qh(uint32_t v) {
     return qh;
 }
 
+void kn_q8k_split_put(const block_q8_K *b, int64_t i, int64_t K, void *xq) {
+    static const int order[8] = {0, 2, 1, 3, 4, 6, 5, 7};
+    const int64_t nsb = K / QK_K;
+    int8_t *qs = xq;
+    float *ds = (float *)(qs + K);
+    int32_t *bs = (int32_t *)(ds + nsb);
+    int16_t *pairs = (int16_t *)(bs + 16 * nsb);
+    memcpy(qs + i * QK_K, b->qs, QK_K);
+    ds[i] = b->d;
+    for (int t = 0; t < 16; t++) bs[16 * i + t] = b->bsums[t];
+    for (int j = 0; j < 8; j++) pairs[8 * i + j] = (int16_t)(b->bsums[2 * order[j]] + b->bsums[2 * order[j] + 1]);
+}
+
 /* Lane `lane` of one super-block of a K-type panel (v: the super-block's 64-byte vectors) from the source
  * block b, or back (to_panel 0). Q4_K: vector 8c + t holds qs[32c + 4t..], vectors 32-33 the eight 6-bit
  * scales as bytes, 34-35 the eight minimums, vector 36 the fp16 d (bytes 0-31) and dmin (32-63) of the 16

@@ -67,6 +67,8 @@ void kn_pack(uint32_t ptype, const void *W, size_t w_row_bytes, int64_t N, int64
              void *dst);
 /* Block i of row r of a P16 matrix as the source type's block (its bytes, at blk). */
 void kn_p16_block(uint32_t ptype, const void *P, int64_t K, int64_t r, int64_t i, void *blk);
+/* Super-block i of an activation row in the q8_K split format (K elements) from its block_q8_K form. */
+void kn_q8k_split_put(const block_q8_K *b, int64_t i, int64_t K, void *xq);
 /* Row r of a P16 matrix as floats (K of them), the values qt_dequantize_row gives for the source row. */
 void kn_p16_row(uint32_t ptype, const void *P, int64_t K, int64_t r, float *y);
 /* s[h * s_stride + p] *= scale for h < nh, p < npos, and mx[h] = the maximum of head h's (scalar; for the

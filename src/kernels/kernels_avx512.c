@@ -138,21 +138,10 @@ static void avx512_quantize_act(uint32_t wtype, const float *x, void *xq, int64_
     case KN_P16_Q4_K:
     case KN_P16_Q6_K: { /* the q8_K split format (kernels.h) */
         const int64_t nsb = K / QK_K;
-        int8_t *qs = xq;
-        float *ds = (float *)(qs + K);
-        int32_t *bs = (int32_t *)(ds + nsb);
-        int16_t *pairs = (int16_t *)(bs + 16 * nsb);
         for (int64_t i = 0; i < nsb; i++) {
             block_q8_K b;
             avx512_quantize_act(QT_Q4_K, x + i * QK_K, &b, QK_K);
-            memcpy(qs + i * QK_K, b.qs, QK_K);
-            ds[i] = b.d;
-            for (int t = 0; t < 16; t++) bs[16 * i + t] = b.bsums[t];
-            for (int j = 0; j < 4; j++) { /* s0 s2 s1 s3 s4 s6 s5 s7 */
-                int u = (j & 1) + 4 * (j >> 1);
-                pairs[8 * i + 2 * j] = (int16_t)(b.bsums[2 * u] + b.bsums[2 * u + 1]);
-                pairs[8 * i + 2 * j + 1] = (int16_t)(b.bsums[2 * u + 4] + b.bsums[2 * u + 5]);
-            }
+            kn_q8k_split_put(&b, i, K, xq);
         }
         return;
     }
@@ -1344,95 +1333,6 @@ INLINE void p16_tile_nb(uint32_t pt, int nb, const uint8_t *P, int64_t nbk, cons
     }
 }
 
-/* Stores a tile's sums, rows [lo, hi) of the panel at row 16p, onto y's values with `add`. */
-INLINE void p16_store(const __m512 *run, int nb, int64_t p, int64_t r0, int64_t r1, float *y, size_t ldy, int add) {
-    const int64_t lo = LAYA_MAX(r0 - 16 * p, 0), hi = LAYA_MIN(r1 - 16 * p, 16);
-    const __mmask16 m = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
-    for (int b = 0; b < nb; b++) {
-        float *o = y + (size_t)b * ldy + (size_t)(16 * p);
-        _mm512_mask_storeu_ps(o, m, add ? _mm512_add_ps(_mm512_maskz_loadu_ps(m, o), run[b]) : run[b]);
-    }
-}
-
-INLINE void mm_p16_t(uint32_t pt, const uint8_t *W, const uint8_t *act, size_t arb, int B, int64_t K, int64_t r0,
-                     int64_t r1, float *y, size_t ldy) {
-    const size_t pb = kn_pack_panel_bytes(pt, K);
-    const int64_t nbk = K / 32, p0 = r0 / 16, p1 = (r1 + 15) / 16;
-    const int64_t pc = B <= P16_B ? p1 - p0 : LAYA_MAX(1, (int64_t)(P16_CHUNK / pb));
-    for (int64_t c0 = p0; c0 < p1; c0 += pc) {
-        const int64_t c1 = LAYA_MIN(p1, c0 + pc);
-        for (int b0 = 0; b0 < B; b0 += P16_B) {
-            const int nb = LAYA_MIN(P16_B, B - b0);
-            for (int64_t p = c0; p < c1; p++) {
-                __m512 run[P16_B];
-                p16_tile_nb(pt, nb, W + (size_t)p * pb, nbk, act + (size_t)b0 * arb, arb, run);
-                p16_store(run, nb, p, r0, r1, y + (size_t)b0 * ldy, ldy, 0);
-            }
-        }
-    }
-}
-
-__attribute__((noinline)) static void mm_p16(uint32_t pt, const uint8_t *W, const uint8_t *act, size_t arb, int B,
-                                             int64_t K, int64_t r0, int64_t r1, float *y, size_t ldy) {
-    switch (pt) {
-    case KN_P16_Q4_0: mm_p16_t(KN_P16_Q4_0, W, act, arb, B, K, r0, r1, y, ldy); return;
-    case KN_P16_Q4_1: mm_p16_t(KN_P16_Q4_1, W, act, arb, B, K, r0, r1, y, ldy); return;
-    case KN_P16_Q5_0: mm_p16_t(KN_P16_Q5_0, W, act, arb, B, K, r0, r1, y, ldy); return;
-    case KN_P16_Q5_1: mm_p16_t(KN_P16_Q5_1, W, act, arb, B, K, r0, r1, y, ldy); return;
-    case KN_P16_IQ4_NL: mm_p16_t(KN_P16_IQ4_NL, W, act, arb, B, K, r0, r1, y, ldy); return;
-    default: mm_p16_t(KN_P16_Q8_0, W, act, arb, B, K, r0, r1, y, ldy); return;
-    }
-}
-
-/* Q4_1, Q5_0, Q5_1 and IQ4_NL matrices that were not packed at load (LAYA_PACK=0, or no memory for the
- * copy), with their own activation format (block_q8_0 / block_q8_s): each 16-row panel is packed here
- * PKB blocks of K at a time into a stack buffer, the activations of up to P16_B rows regrouped into the
- * q8 split format of those blocks, and both run through the P16 kernel. Each piece of PKB blocks is one
- * of that kernel's float chunks and is added to the output in K order, so the outputs are the bits the
- * packed matrix gives. Slower than the packed matrix: the packing is redone on every call. */
-#define SRC_BUF (PKB * 5 * 64 + 2 * PKB * 32)
-static void mm_p16_src(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act, size_t arb, int B, int64_t K,
-                       int64_t r0, int64_t r1, float *y, size_t ldy) {
-    const uint32_t pt = kn_p16_type(wt);
-    const int64_t nbk = K / 32;
-    const size_t bsz = (size_t)qt_get(wt)->bytes, absz = p16_min(pt) ? sizeof(block_q8_s) : sizeof(block_q8_0);
-    const size_t sarb = PKB * (32 + 16); /* one piece's q8 split row */
-    uint8_t wbuf[SRC_BUF] __attribute__((aligned(64)));
-    uint8_t abuf[P16_B * PKB * (32 + 16)] __attribute__((aligned(64)));
-    for (int64_t p = r0 / 16; p < (r1 + 15) / 16; p++) {
-        const int64_t rows = LAYA_MIN(r1, 16 * p + 16) - 16 * p;
-        for (int64_t k0 = 0; k0 < nbk; k0 += PKB) {
-            const int kn = (int)LAYA_MIN(PKB, nbk - k0);
-            kn_pack(pt, W + (size_t)(16 * p) * wrb + (size_t)k0 * bsz, wrb, rows, 32 * kn, 0, 1, wbuf);
-            for (int b0 = 0; b0 < B; b0 += P16_B) {
-                const int nb = LAYA_MIN(P16_B, B - b0);
-                for (int b = 0; b < nb; b++) {
-                    int8_t *qs = (int8_t *)(abuf + (size_t)b * sarb);
-                    float *ds = (float *)(qs + kn * 32), *dsum = (float *)((int32_t *)(ds + kn) + 2 * kn);
-                    int32_t *c4 = (int32_t *)(ds + kn), *c8 = c4 + kn;
-                    for (int i = 0; i < kn; i++) {
-                        const uint8_t *ab = act + (size_t)(b0 + b) * arb + (size_t)(k0 + i) * absz;
-                        const int8_t *aq = p16_min(pt) ? ((const block_q8_s *)ab)->qs : ((const block_q8_0 *)ab)->qs;
-                        int sum = 0;
-                        memcpy(qs + 32 * i, aq, 32);
-                        for (int j = 0; j < 32; j++) sum += aq[j];
-                        ds[i] = fp16_to_f32(*(const qt_half *)ab);
-                        c4[i] = -8 * sum, c8[i] = -128 * sum, dsum[i] = ds[i] * (float)sum;
-                    }
-                }
-                __m512 run[P16_B];
-                switch (pt) {
-                case KN_P16_Q4_1: p16_tile_nb(KN_P16_Q4_1, nb, wbuf, kn, abuf, sarb, run); break;
-                case KN_P16_Q5_0: p16_tile_nb(KN_P16_Q5_0, nb, wbuf, kn, abuf, sarb, run); break;
-                case KN_P16_Q5_1: p16_tile_nb(KN_P16_Q5_1, nb, wbuf, kn, abuf, sarb, run); break;
-                default: p16_tile_nb(KN_P16_IQ4_NL, nb, wbuf, kn, abuf, sarb, run); break;
-                }
-                p16_store(run, nb, p, r0, r1, y + (size_t)b0 * ldy, ldy, k0 > 0);
-            }
-        }
-    }
-}
-
 /* ---------------------------------------------------------------- Q4_K / Q6_K packed at load (P16) */
 
 /* A panel's super-block (kernels.c k_lane gives the vector order) against up to P16K_B activation rows in
@@ -1558,34 +1458,107 @@ INLINE void p16k_tile(uint32_t pt, int nb, const uint8_t *P, int64_t nsb, const 
     for (int64_t i = 0; i < nsb; i++) p16k_super(pt, nb, P + (size_t)i * sbb, i, &A, run);
 }
 
-INLINE void mm_p16k_t(uint32_t pt, const uint8_t *W, const uint8_t *act, size_t arb, int B, int64_t K, int64_t r0,
-                      int64_t r1, float *y, size_t ldy) {
+INLINE void p16k_tile_nb(uint32_t pt, int nb, const uint8_t *P, int64_t nsb, const uint8_t *act, size_t arb, __m512 *run) {
+    switch (nb) {
+    case 1: p16k_tile(pt, 1, P, nsb, act, arb, run); break;
+    case 2: p16k_tile(pt, 2, P, nsb, act, arb, run); break;
+    case 3: p16k_tile(pt, 3, P, nsb, act, arb, run); break;
+    default: p16k_tile(pt, 4, P, nsb, act, arb, run); break;
+    }
+}
+
+/* Stores a tile's sums, rows [lo, hi) of the panel at row 16p, onto y's values with `add`. */
+INLINE void p16_store(const __m512 *run, int nb, int64_t p, int64_t r0, int64_t r1, float *y, size_t ldy, int add) {
+    const int64_t lo = LAYA_MAX(r0 - 16 * p, 0), hi = LAYA_MIN(r1 - 16 * p, 16);
+    const __mmask16 m = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
+    for (int b = 0; b < nb; b++) {
+        float *o = y + (size_t)b * ldy + (size_t)(16 * p);
+        _mm512_mask_storeu_ps(o, m, add ? _mm512_add_ps(_mm512_maskz_loadu_ps(m, o), run[b]) : run[b]);
+    }
+}
+
+/* Any P16 matrix (the K types' tiles are P16K_B activation rows, the others' P16_B). */
+INLINE void mm_p16_t(uint32_t pt, const uint8_t *W, const uint8_t *act, size_t arb, int B, int64_t K, int64_t r0,
+                     int64_t r1, float *y, size_t ldy) {
+    const int kt = pt == KN_P16_Q4_K || pt == KN_P16_Q6_K, tb = kt ? P16K_B : P16_B;
     const size_t pb = kn_pack_panel_bytes(pt, K);
-    const int64_t nsb = K / QK_K, p0 = r0 / 16, p1 = (r1 + 15) / 16;
-    const int64_t pc = B <= P16K_B ? p1 - p0 : LAYA_MAX(1, (int64_t)(P16_CHUNK / pb));
+    const int64_t nbk = K / (kt ? QK_K : 32), p0 = r0 / 16, p1 = (r1 + 15) / 16;
+    const int64_t pc = B <= tb ? p1 - p0 : LAYA_MAX(1, (int64_t)(P16_CHUNK / pb));
     for (int64_t c0 = p0; c0 < p1; c0 += pc) {
         const int64_t c1 = LAYA_MIN(p1, c0 + pc);
-        for (int b0 = 0; b0 < B; b0 += P16K_B) {
-            const int nb = LAYA_MIN(P16K_B, B - b0);
+        for (int b0 = 0; b0 < B; b0 += tb) {
+            const int nb = LAYA_MIN(tb, B - b0);
             for (int64_t p = c0; p < c1; p++) {
-                __m512 run[P16K_B];
-                const uint8_t *Pp = W + (size_t)p * pb, *a = act + (size_t)b0 * arb;
-                switch (nb) {
-                case 1: p16k_tile(pt, 1, Pp, nsb, a, arb, run); break;
-                case 2: p16k_tile(pt, 2, Pp, nsb, a, arb, run); break;
-                case 3: p16k_tile(pt, 3, Pp, nsb, a, arb, run); break;
-                default: p16k_tile(pt, 4, Pp, nsb, a, arb, run); break;
-                }
+                __m512 run[P16_B];
+                if (kt) p16k_tile_nb(pt, nb, W + (size_t)p * pb, nbk, act + (size_t)b0 * arb, arb, run);
+                else p16_tile_nb(pt, nb, W + (size_t)p * pb, nbk, act + (size_t)b0 * arb, arb, run);
                 p16_store(run, nb, p, r0, r1, y + (size_t)b0 * ldy, ldy, 0);
             }
         }
     }
 }
 
-__attribute__((noinline)) static void mm_p16k(uint32_t pt, const uint8_t *W, const uint8_t *act, size_t arb, int B,
-                                              int64_t K, int64_t r0, int64_t r1, float *y, size_t ldy) {
-    if (pt == KN_P16_Q4_K) mm_p16k_t(KN_P16_Q4_K, W, act, arb, B, K, r0, r1, y, ldy);
-    else mm_p16k_t(KN_P16_Q6_K, W, act, arb, B, K, r0, r1, y, ldy);
+__attribute__((noinline)) static void mm_p16(uint32_t pt, const uint8_t *W, const uint8_t *act, size_t arb, int B,
+                                             int64_t K, int64_t r0, int64_t r1, float *y, size_t ldy) {
+    switch (pt) {
+    case KN_P16_Q4_0: mm_p16_t(KN_P16_Q4_0, W, act, arb, B, K, r0, r1, y, ldy); return;
+    case KN_P16_Q4_1: mm_p16_t(KN_P16_Q4_1, W, act, arb, B, K, r0, r1, y, ldy); return;
+    case KN_P16_Q5_0: mm_p16_t(KN_P16_Q5_0, W, act, arb, B, K, r0, r1, y, ldy); return;
+    case KN_P16_Q5_1: mm_p16_t(KN_P16_Q5_1, W, act, arb, B, K, r0, r1, y, ldy); return;
+    case KN_P16_IQ4_NL: mm_p16_t(KN_P16_IQ4_NL, W, act, arb, B, K, r0, r1, y, ldy); return;
+    case KN_P16_Q4_K: mm_p16_t(KN_P16_Q4_K, W, act, arb, B, K, r0, r1, y, ldy); return;
+    case KN_P16_Q6_K: mm_p16_t(KN_P16_Q6_K, W, act, arb, B, K, r0, r1, y, ldy); return;
+    default: mm_p16_t(KN_P16_Q8_0, W, act, arb, B, K, r0, r1, y, ldy); return;
+    }
+}
+
+/* Q4_1, Q5_0, Q5_1 and IQ4_NL matrices that were not packed at load (LAYA_PACK=0, or no memory for the
+ * copy), with their own activation format (block_q8_0 / block_q8_s): each 16-row panel is packed here
+ * PKB blocks of K at a time into a stack buffer, the activations of up to P16_B rows regrouped into the
+ * q8 split format of those blocks, and both run through the P16 kernel. Each piece of PKB blocks is one
+ * of that kernel's float chunks and is added to the output in K order, so the outputs are the bits the
+ * packed matrix gives. Slower than the packed matrix: the packing is redone on every call. */
+#define SRC_BUF (PKB * 5 * 64 + 2 * PKB * 32)
+static void mm_p16_src(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act, size_t arb, int B, int64_t K,
+                       int64_t r0, int64_t r1, float *y, size_t ldy) {
+    const uint32_t pt = kn_p16_type(wt);
+    const int64_t nbk = K / 32;
+    const size_t bsz = (size_t)qt_get(wt)->bytes, absz = p16_min(pt) ? sizeof(block_q8_s) : sizeof(block_q8_0);
+    const size_t sarb = PKB * (32 + 16); /* one piece's q8 split row */
+    uint8_t wbuf[SRC_BUF] __attribute__((aligned(64)));
+    uint8_t abuf[P16_B * PKB * (32 + 16)] __attribute__((aligned(64)));
+    for (int64_t p = r0 / 16; p < (r1 + 15) / 16; p++) {
+        const int64_t rows = LAYA_MIN(r1, 16 * p + 16) - 16 * p;
+        for (int64_t k0 = 0; k0 < nbk; k0 += PKB) {
+            const int kn = (int)LAYA_MIN(PKB, nbk - k0);
+            kn_pack(pt, W + (size_t)(16 * p) * wrb + (size_t)k0 * bsz, wrb, rows, 32 * kn, 0, 1, wbuf);
+            for (int b0 = 0; b0 < B; b0 += P16_B) {
+                const int nb = LAYA_MIN(P16_B, B - b0);
+                for (int b = 0; b < nb; b++) {
+                    int8_t *qs = (int8_t *)(abuf + (size_t)b * sarb);
+                    float *ds = (float *)(qs + kn * 32), *dsum = (float *)((int32_t *)(ds + kn) + 2 * kn);
+                    int32_t *c4 = (int32_t *)(ds + kn), *c8 = c4 + kn;
+                    for (int i = 0; i < kn; i++) {
+                        const uint8_t *ab = act + (size_t)(b0 + b) * arb + (size_t)(k0 + i) * absz;
+                        const int8_t *aq = p16_min(pt) ? ((const block_q8_s *)ab)->qs : ((const block_q8_0 *)ab)->qs;
+                        int sum = 0;
+                        memcpy(qs + 32 * i, aq, 32);
+                        for (int j = 0; j < 32; j++) sum += aq[j];
+                        ds[i] = fp16_to_f32(*(const qt_half *)ab);
+                        c4[i] = -8 * sum, c8[i] = -128 * sum, dsum[i] = ds[i] * (float)sum;
+                    }
+                }
+                __m512 run[P16_B];
+                switch (pt) {
+                case KN_P16_Q4_1: p16_tile_nb(KN_P16_Q4_1, nb, wbuf, kn, abuf, sarb, run); break;
+                case KN_P16_Q5_0: p16_tile_nb(KN_P16_Q5_0, nb, wbuf, kn, abuf, sarb, run); break;
+                case KN_P16_Q5_1: p16_tile_nb(KN_P16_Q5_1, nb, wbuf, kn, abuf, sarb, run); break;
+                default: p16_tile_nb(KN_P16_IQ4_NL, nb, wbuf, kn, abuf, sarb, run); break;
+                }
+                p16_store(run, nb, p, r0, r1, y + (size_t)b0 * ldy, ldy, k0 > 0);
+            }
+        }
+    }
 }
 
 /* ---------------------------------------------------------------- table */
@@ -1609,13 +1582,13 @@ static void avx512_matmul(uint32_t wtype, const void *W, size_t w_row_bytes, con
     case KN_P16_Q5_0:
     case KN_P16_Q5_1:
     case KN_P16_Q8_0:
-    case KN_P16_IQ4_NL: mm_p16(wtype, W, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
+    case KN_P16_IQ4_NL:
+    case KN_P16_Q4_K:
+    case KN_P16_Q6_K: mm_p16(wtype, W, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
     case QT_Q4_1:
     case QT_Q5_0:
     case QT_Q5_1:
     case QT_IQ4_NL: mm_p16_src(wtype, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
-    case KN_P16_Q4_K:
-    case KN_P16_Q6_K: mm_p16k(wtype, W, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
     case QT_Q2_K: mm_k(QT_Q2_K, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
     case QT_Q3_K: mm_k(QT_Q3_K, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
     case QT_Q4_K: mm_k(QT_Q4_K, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;

@@ -101,19 +101,10 @@ static void ref_quantize_act(uint32_t wtype, const float *x, void *xq, int64_t K
         return;
     case KN_P16_Q4_K:
     case KN_P16_Q6_K: { /* the q8_K split format (kernels.h): block_q8_K's numbers, in arrays */
-        const int64_t nsb = K / QK_K;
-        int8_t *qs = xq;
-        float *ds = (float *)(qs + K);
-        int32_t *bs = (int32_t *)(ds + nsb);
-        int16_t *pairs = (int16_t *)(bs + 16 * nsb);
-        static const int order[8] = {0, 2, 1, 3, 4, 6, 5, 7};
-        for (int64_t i = 0; i < nsb; i++) {
+        for (int64_t i = 0; i < K / QK_K; i++) {
             block_q8_K b;
             ref_quantize_act(QT_Q4_K, x + i * QK_K, &b, QK_K);
-            memcpy(qs + i * QK_K, b.qs, QK_K);
-            ds[i] = b.d;
-            for (int t = 0; t < 16; t++) bs[16 * i + t] = b.bsums[t];
-            for (int j = 0; j < 8; j++) pairs[8 * i + j] = (int16_t)(b.bsums[2 * order[j]] + b.bsums[2 * order[j] + 1]);
+            kn_q8k_split_put(&b, i, K, xq);
         }
         return;
     }
