@@ -45,27 +45,19 @@ $(BUILD)/laya: $(TOOL_OBJ) $(BUILD)/liblaya.a
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/liblaya.a
 	$(CC) -o $@ $^ $(LDLIBS)
 
-# Parity fixtures: the committed F16 exports, decompressed, and F32/Q8_0/Q4_0 made from them by Laya.
+# Parity fixtures: the committed F16 exports, decompressed, and the other FIXTURE_TYPES made from them by Laya.
 FIXTURE_MODELS := llama qwen2 qwen3
 FIXTURE_TYPES := f16 f32 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl
 FIXTURES := $(foreach m,$(FIXTURE_MODELS),$(foreach t,$(FIXTURE_TYPES),$(BUILD)/fixtures/tiny-$(m)-$(t).gguf))
 $(BUILD)/fixtures/tiny-%-f16.gguf: tests/fixtures/models/tiny-%-f16.gguf.xz
 	@mkdir -p $(dir $@)
 	xz -dc $< > $@.tmp && mv $@.tmp $@
-$(BUILD)/fixtures/tiny-%-f32.gguf: $(BUILD)/fixtures/tiny-%-f16.gguf $(BUILD)/laya
-	$(BUILD)/laya quantize $< $@ F32 > /dev/null
-$(BUILD)/fixtures/tiny-%-q8_0.gguf: $(BUILD)/fixtures/tiny-%-f16.gguf $(BUILD)/laya
-	$(BUILD)/laya quantize $< $@ Q8_0 > /dev/null
-$(BUILD)/fixtures/tiny-%-q4_0.gguf: $(BUILD)/fixtures/tiny-%-f16.gguf $(BUILD)/laya
-	$(BUILD)/laya quantize $< $@ Q4_0 > /dev/null
-$(BUILD)/fixtures/tiny-%-q4_1.gguf: $(BUILD)/fixtures/tiny-%-f16.gguf $(BUILD)/laya
-	$(BUILD)/laya quantize $< $@ Q4_1 > /dev/null
-$(BUILD)/fixtures/tiny-%-q5_0.gguf: $(BUILD)/fixtures/tiny-%-f16.gguf $(BUILD)/laya
-	$(BUILD)/laya quantize $< $@ Q5_0 > /dev/null
-$(BUILD)/fixtures/tiny-%-q5_1.gguf: $(BUILD)/fixtures/tiny-%-f16.gguf $(BUILD)/laya
-	$(BUILD)/laya quantize $< $@ Q5_1 > /dev/null
-$(BUILD)/fixtures/tiny-%-iq4_nl.gguf: $(BUILD)/fixtures/tiny-%-f16.gguf $(BUILD)/laya
-	$(BUILD)/laya quantize $< $@ IQ4_NL > /dev/null
+# one rule per derived type (laya quantize takes the type name in any case)
+define QUANT_FIXTURE
+$$(BUILD)/fixtures/tiny-%-$(1).gguf: $$(BUILD)/fixtures/tiny-%-f16.gguf $$(BUILD)/laya
+	$$(BUILD)/laya quantize $$< $$@ $(1) > /dev/null
+endef
+$(foreach t,$(filter-out f16,$(FIXTURE_TYPES)),$(eval $(call QUANT_FIXTURE,$(t))))
 
 # Hugging Face / MLX model directories, unpacked.
 HF_MODELS := hf-llama-bf16 hf-qwen2-f32 hf-qwen3-bf16 mlx-llama mlx-qwen3

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common.h"
 #include "qtypes.h"
 
 #if !defined(LAYA_NO_SIMD) && (defined(__x86_64__) || defined(__i386__))
@@ -120,6 +121,38 @@ static uint32_t plane_to_qh(uint32_t v) {
             qh |= ((v >> (8 * j + t)) & 1u) << (16 + 4 * t + j);
         }
     return qh;
+}
+
+int kn_q8_act_row(uint32_t wtype, const float *x, void *xq, int64_t K, kn_q8_block_fn blk) {
+    const int64_t nb = K / QK8_0;
+    int sum;
+    switch (wtype) {
+    case QT_Q8_0:
+    case QT_Q4_0:
+    case QT_Q5_0:
+    case QT_IQ4_NL:
+        for (int64_t i = 0; i < nb; i++) ((block_q8_0 *)xq)[i].d = blk(x + 32 * i, ((block_q8_0 *)xq)[i].qs, NULL);
+        return 1;
+    case QT_Q4_1:
+    case QT_Q5_1:
+        for (int64_t i = 0; i < nb; i++) {
+            block_q8_s *b = (block_q8_s *)xq + i;
+            b->d = blk(x + 32 * i, b->qs, &sum);
+            b->sum = (int16_t)sum;
+        }
+        return 1;
+    }
+    if (!kn_p16_source(wtype) || kn_p16_source(wtype) == QT_Q4_K || kn_p16_source(wtype) == QT_Q6_K) return 0;
+    /* the q8 split format (kernels.h): quants, widened scales, the two corrections, d * sum */
+    int8_t *qs = xq;
+    float *ds = (float *)(qs + nb * QK8_0);
+    int32_t *c4 = (int32_t *)(ds + nb), *c8 = c4 + nb;
+    float *dsum = (float *)(c8 + nb);
+    for (int64_t i = 0; i < nb; i++) {
+        ds[i] = fp16_to_f32(blk(x + 32 * i, qs + 32 * i, &sum));
+        c4[i] = -8 * sum, c8[i] = -128 * sum, dsum[i] = ds[i] * (float)sum;
+    }
+    return 1;
 }
 
 void kn_q8k_split_put(const block_q8_K *b, int64_t i, int64_t K, void *xq) {

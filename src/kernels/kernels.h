@@ -54,7 +54,8 @@ enum {
 /* The P16 type of a weight type (0 if it has none), and a P16 type's source type (0 if not a P16 type). */
 uint32_t kn_p16_type(uint32_t wtype);
 uint32_t kn_p16_source(uint32_t ptype);
-/* Quant vectors per block of a P16 type, and whether it stores minimums. */
+/* 64-byte vectors per block of a P16 type (quants only for the 32-element types; everything of a
+ * super-block, scales included, for Q4_K / Q6_K), and whether it stores minimums. */
 int kn_p16_qvecs(uint32_t ptype);
 int kn_p16_has_min(uint32_t ptype);
 /* Bytes of one panel (16 rows of K) and of a whole N x K matrix; 0 if the type has no P16 form or K is
@@ -67,6 +68,13 @@ void kn_pack(uint32_t ptype, const void *W, size_t w_row_bytes, int64_t N, int64
              void *dst);
 /* Block i of row r of a P16 matrix as the source type's block (its bytes, at blk). */
 void kn_p16_block(uint32_t ptype, const void *P, int64_t K, int64_t r, int64_t i, void *blk);
+/* A table's quantizer of one 32-float block to int8 (kernels_ref.c gives the rule every table follows):
+ * the quants at qs, the fp16 scale returned, and *sum (if not NULL) the sum of the quants. */
+typedef qt_half (*kn_q8_block_fn)(const float *x, int8_t *qs, int *sum);
+/* One row of K floats into the activation format of a 32-element block type (block_q8_0, block_q8_s,
+ * or a P16 type's q8 split), each block by blk; returns 0 and writes nothing for the other types. The
+ * layouts live here, the arithmetic in the tables. */
+int kn_q8_act_row(uint32_t wtype, const float *x, void *xq, int64_t K, kn_q8_block_fn blk);
 /* Super-block i of an activation row in the q8_K split format (K elements) from its block_q8_K form. */
 void kn_q8k_split_put(const block_q8_K *b, int64_t i, int64_t K, void *xq);
 /* Row r of a P16 matrix as floats (K of them), the values qt_dequantize_row gives for the source row. */

@@ -79,26 +79,12 @@ INLINE qt_half q8_0_block(const float *v, int8_t *qs, int *sum) {
     return f32_to_fp16(d);
 }
 
+/* q8_0_block out of line, for kn_q8_act_row (one call per 32 activations) */
+static qt_half q8_0_block_fn(const float *x, int8_t *qs, int *sum) { return q8_0_block(x, qs, sum); }
+
 static void avx2_quantize_act(uint32_t wtype, const float *x, void *xq, int64_t K) {
+    if (kn_q8_act_row(wtype, x, xq, K, q8_0_block_fn)) return;
     switch (wtype) {
-    case QT_Q8_0:
-    case QT_Q4_0:
-    case QT_Q5_0:
-    case QT_IQ4_NL:
-        for (int64_t i = 0; i < K / QK8_0; i++) {
-            block_q8_0 *b = (block_q8_0 *)xq + i;
-            b->d = q8_0_block(x + 32 * i, b->qs, NULL);
-        }
-        return;
-    case QT_Q4_1:
-    case QT_Q5_1:
-        for (int64_t i = 0; i < K / QK8_0; i++) {
-            block_q8_s *b = (block_q8_s *)xq + i;
-            int sum;
-            b->d = q8_0_block(x + 32 * i, b->qs, &sum);
-            b->sum = (int16_t)sum;
-        }
-        return;
     case QT_Q2_K:
     case QT_Q3_K:
     case QT_Q4_K:

@@ -77,44 +77,12 @@ INLINE qt_half q8_block(const float *x, int8_t *qs, int *sum) {
     return f32_to_fp16(d);
 }
 
+/* q8_block out of line, for kn_q8_act_row (one call per 32 activations) */
+static qt_half q8_block_fn(const float *x, int8_t *qs, int *sum) { return q8_block(x, qs, sum); }
+
 static void avx512_quantize_act(uint32_t wtype, const float *x, void *xq, int64_t K) {
+    if (kn_q8_act_row(wtype, x, xq, K, q8_block_fn)) return;
     switch (wtype) {
-    case QT_Q8_0:
-    case QT_Q4_0:
-    case QT_Q5_0:
-    case QT_IQ4_NL:
-        for (int64_t i = 0; i < K / QK8_0; i++) {
-            block_q8_0 *b = (block_q8_0 *)xq + i;
-            b->d = q8_block(x + 32 * i, b->qs, NULL);
-        }
-        return;
-    case QT_Q4_1:
-    case QT_Q5_1:
-        for (int64_t i = 0; i < K / QK8_0; i++) {
-            block_q8_s *b = (block_q8_s *)xq + i;
-            int sum;
-            b->d = q8_block(x + 32 * i, b->qs, &sum);
-            b->sum = (int16_t)sum;
-        }
-        return;
-    case KN_P16_Q4_0:
-    case KN_P16_Q4_1:
-    case KN_P16_Q5_0:
-    case KN_P16_Q5_1:
-    case KN_P16_Q8_0:
-    case KN_P16_IQ4_NL: { /* the q8 split format (kernels.h) */
-        const int64_t nb = K / QK8_0;
-        int8_t *qs = xq;
-        float *ds = (float *)(qs + nb * QK8_0);
-        int32_t *c4 = (int32_t *)(ds + nb), *c8 = c4 + nb;
-        float *dsum = (float *)(c8 + nb);
-        for (int64_t i = 0; i < nb; i++) {
-            int sum;
-            ds[i] = fp16_to_f32(q8_block(x + 32 * i, qs + 32 * i, &sum));
-            c4[i] = -8 * sum, c8[i] = -128 * sum, dsum[i] = ds[i] * (float)sum;
-        }
-        return;
-    }
     case QT_Q2_K:
     case QT_Q3_K:
     case QT_Q4_K:
@@ -891,7 +859,7 @@ INLINE __m512i scales16(__m512i sc16, int c) {
  * dmin (0 without minimums) and the integer offset (0, 4 or 32). */
 INLINE void k_decode(uint32_t wt, const uint8_t *w, int64_t i, __m512i *wq, __m512i *scv, __m256i *mf, float *d,
                      float *dmin, int *off) {
-    const __m512i m4 = _mm512_set1_epi8(15), m3 = _mm512_set1_epi8(3), m16 = _mm512_set1_epi8(16), m8 = _mm512_set1_epi8(4);
+    const __m512i m4 = _mm512_set1_epi8(15), m3 = _mm512_set1_epi8(3), bit4 = _mm512_set1_epi8(16), bit2 = _mm512_set1_epi8(4);
     *dmin = 0, *off = 0;
     if (wt == QT_Q4_K || wt == QT_Q5_K) {
         const block_q4_K *p4 = (const block_q4_K *)w + i;
@@ -908,7 +876,7 @@ INLINE void k_decode(uint32_t wt, const uint8_t *w, int64_t i, __m512i *wq, __m5
         for (int c = 0; c < 4; c++) {
             wq[c] = _mm512_and_si512(bcast_shift(qs + 32 * c, 0, 4), m4);
             if (wt == QT_Q5_K) /* bit 4 of element e: bit e / 32 of qh[e % 32]; wq | (h & 0x10) */
-                wq[c] = _mm512_ternarylogic_epi32(wq[c], bcast_bit(qh, 2 * c, 2 * c + 1, 4), m16, 0xF8);
+                wq[c] = _mm512_ternarylogic_epi32(wq[c], bcast_bit(qh, 2 * c, 2 * c + 1, 4), bit4, 0xF8);
             scv[c] = scales32(sc16, c);
         }
     } else if (wt == QT_Q6_K) {
@@ -960,7 +928,7 @@ INLINE void k_decode(uint32_t wt, const uint8_t *w, int64_t i, __m512i *wq, __m5
             const int h = c / 2, k = 2 * (c % 2);
             wq[c] = _mm512_and_si512(bcast_shift(qs + 32 * h, 2 * k, 2 * k + 2), m3);
             if (wt == QT_Q3_K) /* + 4 where bit e / 32 = 4h + k of hmask[e % 32] is set */
-                wq[c] = _mm512_ternarylogic_epi32(wq[c], bcast_bit(hm, 4 * h + k, 4 * h + k + 1, 2), m8, 0xF8);
+                wq[c] = _mm512_ternarylogic_epi32(wq[c], bcast_bit(hm, 4 * h + k, 4 * h + k + 1, 2), bit2, 0xF8);
             scv[c] = scales16(sc16, c);
         }
     }
@@ -1221,7 +1189,9 @@ static const uint8_t g_iq4nl_u8[16] __attribute__((aligned(16))) = {1, 24, 45, 6
 
 /* Per P16 type (a compile-time constant in every instance): quant vectors per block, and which
  * correction starts each lane's integer sum (the unsigned weights' offset times the activations' sum). */
-INLINE int p16_qv(uint32_t pt) { return pt == KN_P16_Q8_0 ? 8 : pt == KN_P16_Q5_0 || pt == KN_P16_Q5_1 ? 5 : 4; }
+INLINE int p16_qv(uint32_t pt) { /* kn_p16_qvecs, as a constant of each instance */
+    return pt == KN_P16_Q4_K ? 37 : pt == KN_P16_Q6_K ? 53 : pt == KN_P16_Q8_0 ? 8 : pt == KN_P16_Q5_0 || pt == KN_P16_Q5_1 ? 5 : 4;
+}
 INLINE int p16_min(uint32_t pt) { return pt == KN_P16_Q4_1 || pt == KN_P16_Q5_1; }
 
 /* The activation rows' q8 split arrays (kernels.h). */
@@ -1358,7 +1328,7 @@ INLINE void p16k_super(uint32_t pt, int nb, const uint8_t *v, int64_t i, const p
     __m512i isum[P16K_B], msum[P16K_B];
 #pragma GCC unroll 4
     for (int b = 0; b < nb; b++) isum[b] = _mm512_setzero_si512(), msum[b] = _mm512_setzero_si512();
-    const size_t sbb = (pt == KN_P16_Q4_K ? 37 : 53) * 64;
+    const size_t sbb = (size_t)p16_qv(pt) * 64;
 #pragma GCC unroll 8
     for (size_t o = 0; o < sbb; o += 64) _mm_prefetch((const char *)v + P16_PF + o, _MM_HINT_T0);
     if (nb > 1)
@@ -1454,7 +1424,7 @@ INLINE void p16k_tile(uint32_t pt, int nb, const uint8_t *P, int64_t nsb, const 
         A.pairs[b] = A.bs[b] + 16 * nsb;
         run[b] = _mm512_setzero_ps();
     }
-    const size_t sbb = (pt == KN_P16_Q4_K ? 37 : 53) * 64;
+    const size_t sbb = (size_t)p16_qv(pt) * 64;
     for (int64_t i = 0; i < nsb; i++) p16k_super(pt, nb, P + (size_t)i * sbb, i, &A, run);
 }
 

@@ -41,29 +41,20 @@ INLINE float amax_n(const float *v, int n) {
     return vmaxvq_f32(m);
 }
 
-static void neon_quantize_act(uint32_t wtype, const float *x, void *xq, int64_t K) {
+/* One q8_0 block (the rule of kernels_ref.c), for kn_q8_act_row. */
+static qt_half neon_q8_block(const float *v, int8_t *qs, int *sum) {
     int32_t s0, s1;
+    float d = amax_n(v, 32) / 127, id = d ? 1 / d : 0;
+    vst1q_s8(qs, q8x16(v, id, &s0));
+    vst1q_s8(qs + 16, q8x16(v + 16, id, &s1));
+    if (sum) *sum = s0 + s1;
+    return f32_to_fp16(d);
+}
+
+static void neon_quantize_act(uint32_t wtype, const float *x, void *xq, int64_t K) {
+    int32_t s0;
+    if (kn_q8_act_row(wtype, x, xq, K, neon_q8_block)) return;
     switch (wtype) {
-    case QT_Q8_0:
-    case QT_Q4_0:
-    case QT_Q5_0:
-    case QT_IQ4_NL:
-    case QT_Q4_1:
-    case QT_Q5_1: { /* block_q8_0; block_q8_s (q8_0 plus the sum of its quants) for the types with a minimum */
-        const int with_sum = wtype == QT_Q4_1 || wtype == QT_Q5_1;
-        for (int64_t i = 0; i < K / QK8_0; i++) {
-            block_q8_0 *b0 = (block_q8_0 *)xq + i;
-            block_q8_s *bs = (block_q8_s *)xq + i;
-            int8_t *qs = with_sum ? bs->qs : b0->qs;
-            const float *v = x + 32 * i;
-            float d = amax_n(v, 32) / 127, id = d ? 1 / d : 0;
-            vst1q_s8(qs, q8x16(v, id, &s0));
-            vst1q_s8(qs + 16, q8x16(v + 16, id, &s1));
-            if (with_sum) bs->d = f32_to_fp16(d), bs->sum = (int16_t)(s0 + s1);
-            else b0->d = f32_to_fp16(d);
-        }
-        return;
-    }
     case QT_Q2_K:
     case QT_Q3_K:
     case QT_Q4_K:

@@ -41,46 +41,11 @@ static qt_half q8_block(const float *v, int8_t *qs, int *sum) {
 }
 
 static void ref_quantize_act(uint32_t wtype, const float *x, void *xq, int64_t K) {
+    if (kn_q8_act_row(wtype, x, xq, K, q8_block)) return;
     switch (wtype) {
     case QT_F32:
     case QT_F16:
     case QT_BF16: memcpy(xq, x, (size_t)K * sizeof(float)); return;
-    case QT_Q8_0:
-    case QT_Q4_0:
-    case QT_Q5_0:
-    case QT_IQ4_NL:
-        for (int64_t i = 0; i < K / QK8_0; i++) {
-            block_q8_0 *b = (block_q8_0 *)xq + i;
-            b->d = q8_block(x + i * QK8_0, b->qs, NULL);
-        }
-        return;
-    case QT_Q4_1:
-    case QT_Q5_1:
-        for (int64_t i = 0; i < K / QK8_0; i++) {
-            block_q8_s *b = (block_q8_s *)xq + i;
-            int sum;
-            b->d = q8_block(x + i * QK8_0, b->qs, &sum);
-            b->sum = (int16_t)sum;
-        }
-        return;
-    case KN_P16_Q4_0:
-    case KN_P16_Q4_1:
-    case KN_P16_Q5_0:
-    case KN_P16_Q5_1:
-    case KN_P16_Q8_0:
-    case KN_P16_IQ4_NL: { /* the q8 split format (kernels.h): quants, widened scales, corrections, d * sum */
-        int64_t nb = K / QK8_0;
-        int8_t *qs = xq;
-        float *ds = (float *)(qs + nb * QK8_0);
-        int32_t *c4 = (int32_t *)(ds + nb), *c8 = c4 + nb;
-        float *dsum = (float *)(c8 + nb);
-        for (int64_t i = 0; i < nb; i++) {
-            int sum;
-            ds[i] = fp16_to_f32(q8_block(x + i * QK8_0, qs + i * QK8_0, &sum));
-            c4[i] = -8 * sum, c8[i] = -128 * sum, dsum[i] = ds[i] * (float)sum;
-        }
-        return;
-    }
     case QT_Q2_K:
     case QT_Q3_K:
     case QT_Q4_K:
