@@ -148,7 +148,7 @@ static const int *Bs = g_bs_05b;
 
 /* Times every selected table on one variant and shape, printing a line per batch size. */
 static void bench_shape(const variant *v, int64_t N, int64_t K, const char *only) {
-    static const char *const names[] = {"scalar", "avx2", "avx512", "neon"};
+    static const char *const names[] = {"scalar", "avx2", "avxvnni", "avx512", "neon"};
     size_t wrb, arb, sbs = v->sbt == QT_F32 ? 4 : 2, sb_bytes = 0;
     if (v->bits) {
         if (K % v->group) return;
@@ -196,7 +196,7 @@ static void bench_shape(const variant *v, int64_t N, int64_t K, const char *only
     for (size_t ni = 0; ni < sizeof names / sizeof *names; ni++) {
         const kn_ops *kn = kn_by_name(names[ni]);
         if (!kn || (only && strcmp(only, names[ni])) || (!only && !strcmp(names[ni], "scalar"))) continue;
-        if (p16_src && !kn->packs && strcmp(names[ni], "scalar")) continue; /* only where the loader packs */
+        if (p16_src && !(kn->packs & KN_PACKS(p16_src)) && strcmp(names[ni], "scalar")) continue; /* only where the loader packs */
         if (v->bits) memcpy(act, x, (size_t)K * 64 * sizeof(float));
         else for (int b = 0; b < 64; b++) kn->quantize_act(v->type, x + b * K, act + b * arb, K);
         for (size_t bi_ = 0; Bs[bi_]; bi_++) {

@@ -631,13 +631,13 @@ static void pack_free(struct pack_state *ps) {
 }
 
 /* The P16 type a matrix is packed as, or 0 (a type without one, MLX, or no P16 size). */
-static uint32_t pack_type(const lm_mat *w) {
-    uint32_t pt = w->mlx_bits ? 0 : kn_p16_type(w->type);
+static uint32_t pack_type(const laya_model *m, const lm_mat *w) {
+    uint32_t pt = w->mlx_bits || w->type >= 32 || !(m->kn->packs & KN_PACKS(w->type)) ? 0 : kn_p16_type(w->type);
     return pt && kn_pack_bytes(pt, w->rows, w->cols) ? pt : 0;
 }
 
-/* Starts copying every matrix with a P16 form (kn_p16_type: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K,
- * Q6_K) of the layers and the output layer into the kernels' P16 order, on a thread of its own, into one
+/* Starts copying every matrix of a type the kernel table asks for packed (kn_ops.packs: on AVX-512 Q8_0,
+ * Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K and Q6_K; on AVX2 the six 32-element types) of the layers and the output layer into the kernels' P16 order, on a thread of its own, into one
  * anonymous map with transparent huge pages asked for (a 0.5B step streams 300-550 MB); load does not wait for it (laya_model_wait_ready does). The token embedding keeps
  * its rows in the file (when the output layer is tied to it, only the output layer's copy is packed, and
  * the lookups read the packed copy once it is there). Best effort: without the memory or a thread the
@@ -648,7 +648,7 @@ static void pack_weights(laya_model *m) {
     int npieces = 0;
     for (int i = 0; i < nm; i++) {
         const lm_mat *w = step_mat(m, i);
-        uint32_t pt = pack_type(w);
+        uint32_t pt = pack_type(m, w);
         if (!pt) continue;
         total += kn_pack_bytes(pt, w->rows, w->cols);
         int64_t pp = piece_panels(pt, w->cols);
@@ -677,7 +677,7 @@ static void pack_weights(laya_model *m) {
     size_t off = 0;
     for (int i = 0; i < nm; i++) {
         lm_mat *w = step_mat(m, i);
-        uint32_t pt = pack_type(w);
+        uint32_t pt = pack_type(m, w);
         if (!pt) continue;
         int64_t pp = piece_panels(pt, w->cols), panels = (w->rows + 15) / 16;
         for (int64_t p0 = 0; p0 < panels; p0 += pp)

@@ -636,17 +636,23 @@ static void check_p16(uint32_t type, int64_t K, int64_t N, int B) {
                   g_tables[t]->name, (long long)K);
         }
     }
-    float *y0 = malloc((size_t)B * (size_t)N * sizeof(float));
+    float *y0 = malloc((size_t)B * (size_t)N * sizeof(float)), *y1 = malloc((size_t)B * (size_t)N * sizeof(float));
+    const kn_ops *first = NULL;
     for (int t = 0; t < g_ntables; t++) {
         const kn_ops *k = g_tables[t];
-        if (t > 0 && !k->packs) continue; /* P16 falls back to the reference there */
+        if (t > 0 && !(k->packs & KN_PACKS(type))) continue; /* P16 falls back to the reference there */
         for (size_t i = 0; i < (size_t)B * (size_t)N; i++) ys[i] = SENTINEL;
         k->matmul(type, W, wrb, act, arb, B, K, 0, N, ys, (size_t)N);
         /* the K types' packing tables compute in the reference's float order: the scalar table's bits */
+        /* the 32-element types' packing tables share one float order: one another's bits */
         if (t == 0) memcpy(y0, ys, (size_t)B * (size_t)N * sizeof(float));
         else if (qt_get(type)->block == QK_K)
             CHECK(invariance_bad(ys, y0, B, N) == 0, "%s %s K=%lld B=%d: not the scalar table's bits", k->name,
                   qt_get(type)->name, (long long)K, B);
+        else if (!first) first = k, memcpy(y1, ys, (size_t)B * (size_t)N * sizeof(float));
+        else
+            CHECK(invariance_bad(ys, y1, B, N) == 0, "%s %s K=%lld B=%d: not the %s table's bits", k->name,
+                  qt_get(type)->name, (long long)K, B, first->name);
         for (int split = 0; split < 3; split++) {
             for (size_t i = 0; i < (size_t)B * (size_t)N; i++) yp[i] = SENTINEL;
             ranges_call(k, pt, P, 0, pact, prb, B, K, N, split, yp);
@@ -655,7 +661,7 @@ static void check_p16(uint32_t type, int64_t K, int64_t N, int B) {
                   k->name, qt_get(type)->name, (long long)K, (long long)N, B, split, bad, B * (int)N);
         }
     }
-    free(W), free(P), free(act), free(pact), free(pk), free(x), free(ys), free(yp), free(y0);
+    free(W), free(P), free(act), free(pact), free(pk), free(x), free(ys), free(yp), free(y0), free(y1);
 }
 
 static void test_p16(void) {
@@ -961,7 +967,7 @@ static void test_dispatch(void) {
 }
 
 int main(void) {
-    static const char *const names[] = {"avx2", "avx512", "neon"};
+    static const char *const names[] = {"avx2", "avxvnni", "avx512", "neon"};
     /* kn_best caches its first answer, so the override is checked before anything else asks */
     setenv("LAYA_KERNELS", "scalar", 1);
     CHECK(kn_best() == &kn_ref_ops, "LAYA_KERNELS=scalar forces the reference table");

@@ -304,7 +304,8 @@ static uint64_t xcr0(void) {
 }
 
 /* Bit 0: avx2 table usable (AVX2, FMA, F16C, OS saves YMM); bit 1: avx512 table usable (F, BW, VL,
- * DQ, VNNI, VBMI, OS saves ZMM and opmask state). */
+ * DQ, VNNI, VBMI, OS saves ZMM and opmask state); bit 2: avxvnni table usable (bit 0 and AVX-VNNI,
+ * cpuid leaf 7 subleaf 1, EAX bit 4). */
 static int x86_detect(void) {
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
@@ -319,6 +320,10 @@ static int x86_detect(void) {
     int vbmi = (c >> 1) & 1;
     int r = (avx2 && fma && f16c) ? 1 : 0;
     if (r && f && dq && bw && vl && vnni && vbmi && (x & 0xe6) == 0xe6) r |= 2;
+    if (r && a >= 1) {
+        __cpuid_count(7, 1, a, b, c, d);
+        if ((a >> 4) & 1) r |= 4;
+    }
     return r;
 }
 
@@ -336,6 +341,7 @@ const kn_ops *kn_by_name(const char *name) {
     if (!strcmp(name, "scalar") || !strcmp(name, "ref")) return &kn_ref_ops;
 #ifdef KN_X86
     if (!strcmp(name, "avx2")) return (x86_features() & 1) ? &kn_avx2_ops : NULL;
+    if (!strcmp(name, "avxvnni")) return (x86_features() & 4) ? &kn_avxvnni_ops : NULL;
     if (!strcmp(name, "avx512")) return (x86_features() & 2) ? &kn_avx512_ops : NULL;
 #endif
 #ifdef KN_ARM
@@ -352,7 +358,7 @@ const kn_ops *kn_best(void) {
     if (k) return k;
     const char *env = getenv("LAYA_KERNELS");
     if (env && *env) k = kn_by_name(env);
-    static const char *const order[] = {"avx512", "avx2", "neon"};
+    static const char *const order[] = {"avx512", "avxvnni", "avx2", "neon"};
     for (size_t i = 0; !k && i < sizeof order / sizeof *order; i++) k = kn_by_name(order[i]);
     if (!k) k = &kn_ref_ops;
     g_best = k;

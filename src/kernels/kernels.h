@@ -84,8 +84,9 @@ void kn_p16_row(uint32_t ptype, const void *P, int64_t K, int64_t r, float *y);
 void kn_scale_max(float *s, size_t s_stride, int nh, int64_t npos, float scale, float *mx);
 /* attn_qk's split granule (positions): the AVX-512 table takes positions in tiles of 64 from the call's start. */
 #define KN_QK_SPLIT 64
+#define KN_PACKS(t) (1u << (t))
 typedef struct kn_ops {
-    const char *name; /* "scalar", "avx2", "avx512", "neon" */
+    const char *name; /* "scalar", "avx2", "avxvnni", "avx512", "neon" */
 
     /* One row of K floats -> activation format for wtype (kn_act_row_bytes bytes at xq). */
     void (*quantize_act)(uint32_t wtype, const float *x, void *xq, int64_t K);
@@ -138,14 +139,14 @@ typedef struct kn_ops {
      * element's value does not depend on n or on its place (the tails go through the same arithmetic);
      * the SIMD tables use their exp_sum polynomial. */
     void (*silu_mul)(float *g, const float *u, int64_t n);
-    /* 1: matmul takes the P16 types (kn_pack) and is faster with them than with their source; they
-     * are then what the model loader gives it. The scalar table's matmul also takes them (the reference
-     * for the layout) but does not ask for them. */
-    int packs;
+    /* Bit t (KN_PACKS(t)) set: matmul is faster with weight type t's P16 form (kn_pack) than with t
+     * itself, and the model loader gives it that form. Every table's matmul takes every P16 type (the
+     * others through the scalar table, which is the reference for the layout but asks for none). */
+    uint32_t packs;
 } kn_ops;
 
 /* The best table this CPU supports (cached after the first call; thread-safe). The environment variable
- * LAYA_KERNELS=scalar|avx2|avx512|neon forces one (ignored if the CPU lacks it). */
+ * LAYA_KERNELS=scalar|avx2|avxvnni|avx512|neon forces one (ignored if the CPU lacks it). */
 const kn_ops *kn_best(void);
 /* A named table, or NULL if not compiled in or not supported by this CPU. */
 const kn_ops *kn_by_name(const char *name);
@@ -154,6 +155,7 @@ const kn_ops *kn_by_name(const char *name);
 extern const kn_ops kn_ref_ops;
 #if defined(__x86_64__) || defined(__i386__)
 extern const kn_ops kn_avx2_ops;
+extern const kn_ops kn_avxvnni_ops;
 extern const kn_ops kn_avx512_ops;
 #endif
 #if defined(__aarch64__)

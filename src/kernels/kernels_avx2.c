@@ -1,6 +1,9 @@
 /* kernels_avx2.c — the kernel table for x86 CPUs with AVX2, FMA and F16C (Haswell, Zen 1-3 and later).
  * Compiled with -mavx2 -mfma -mf16c; kernels.c only hands this table out after cpuid/xgetbv say the CPU
- * and OS support them. Must match kernels_ref.c (tests/test_kernels.c). */
+ * and OS support them. Must match kernels_ref.c (tests/test_kernels.c).
+ * kernels_avxvnni.c compiles this file a second time with KN_AVXVNNI and -mavxvnni, as the "avxvnni"
+ * table for CPUs with AVX-VNNI (the VEX vpdpbusd) but no AVX-512: Intel's client cores since Alder Lake,
+ * and Zen 5. Only the packed 32-element kernel differs (vpdpbusd in place of maddubs and its sums). */
 #include <math.h>
 #include <immintrin.h>
 #include <string.h>
@@ -14,9 +17,6 @@
 /* Activation rows per register tile (16 YMM registers: 4 float and 4 integer accumulators plus the
  * decoded weights). Larger batches take several tiles over a chunk of rows that stays in L2. */
 #define TB 4
-/* Blocks per K chunk: per tile, the q8_0 / q8_s activation scales as floats (8 KB of stack), and for
- * Q4_1 / Q5_1 each scale times its block's sum (8 KB more). */
-#define NBC 512
 #define ROW_CHUNK_BYTES (256 * 1024)
 /* Bytes ahead of the current position at which weights are prefetched (see kernels_avx512.c). */
 #define PREFETCH 4096
@@ -189,148 +189,453 @@ INLINE void mm_float(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *a
     }
 }
 
-/* ---------------------------------------------------------------- 32-element blocks x q8_0 / q8_s */
+/* ---------------------------------------------------------------- 32-element blocks packed at load (P16) */
 
-/* Q4_1 / Q5_1: unsigned q plus a float minimum, paired with q8_s activations (whose sums carry it). */
-INLINE int with_min(uint32_t wt) { return wt == QT_Q4_1 || wt == QT_Q5_1; }
+/* The P16 layout (kernels.h) read 8 rows at a time: the low 32 bytes of each 64-byte vector are rows
+ * 0-7 of the panel, the high 32 rows 8-15, so each half of a panel is an independent group of eight
+ * outputs, one per 32-bit lane, and no horizontal sums are needed. Per block, half and activation row:
+ * eight maddubs (four activation bytes broadcast from memory per lane) into int16 sums, one madd, one
+ * convert, one multiply and one fma serve eight rows; the decoded weights are shared by up to P2_B
+ * activation rows. (The row kernel this replaced took about six operations per row and block, and
+ * decoded each block once per row: typing Q4_0 B=1 1.02 -> 0.42 ms, B=4 2.24 -> 1.14 ms.)
+ * The unsigned weights of Q4_0 / Q4_1 (0..15) and the Q5 types (0..31) enter maddubs as they are: eight
+ * (four) products of pairs fit an int16 (8 * 2 * 15 * 127 = 30480), and the offsets come off through the
+ * q8 split corrections. Q8_0's bytes (q + 128) and IQ4_NL's levels would saturate it, so they go in
+ * signed, |w| against the activations with w's sign (exact: activations never hold -128). With
+ * AVX-VNNI one vpdpbusd per vector replaces maddubs and its sums, for every type as on AVX-512.
+ *
+ * Float order, per output: the AVX-512 table's P16 kernel's, on purpose: each block's exact integer dot
+ * times dw * da by fma into the chain of the even or the odd blocks, and every P2_KB blocks from block 0
+ * the running sum gets even + odd. So the avx2, avxvnni and avx512 tables give these matrices the same
+ * bits (tests/test_kernels.c checks it where they run; attention and the activation functions still
+ * round in each table's own way, so whole-model logits differ in their last bits). */
+#ifdef KN_AVXVNNI
+#define P2_VNNI 1
+#else
+#define P2_VNNI 0
+#endif
+#define P2_B 4     /* activation rows per tile: with each half's two chains, 8 of the 16 YMM */
+#define P2_KB 32   /* blocks per float chunk: the AVX-512 table's PKB */
 
-INLINE size_t blk32_bytes(uint32_t wt) {
-    switch (wt) {
-    case QT_Q8_0: return sizeof(block_q8_0);
-    case QT_Q4_1: return sizeof(block_q4_1);
-    case QT_Q5_0: return sizeof(block_q5_0);
-    case QT_Q5_1: return sizeof(block_q5_1);
-    default: return sizeof(block_q4_0); /* Q4_0, IQ4_NL */
-    }
+INLINE int p2_qv(uint32_t pt) { return pt == KN_P16_Q8_0 ? 8 : pt == KN_P16_Q5_0 || pt == KN_P16_Q5_1 ? 5 : 4; }
+INLINE int p2_min(uint32_t pt) { return pt == KN_P16_Q4_1 || pt == KN_P16_Q5_1; }
+INLINE int p2_signed_src(uint32_t pt) { return pt == KN_P16_Q8_0 || pt == KN_P16_IQ4_NL; }
+/* Whether the weights enter as signed bytes (maddubs cannot take them unsigned: they would saturate it) */
+INLINE int p2_signed(uint32_t pt) { return !P2_VNNI && p2_signed_src(pt); }
+
+#if P2_VNNI
+/* IQ4_NL's levels + 128, as unsigned bytes (vpdpbusd's unsigned operand; the -128 * sum correction). */
+static const uint8_t g_iq4nl_u8[16] __attribute__((aligned(16))) = {1, 24, 45, 63, 79, 93, 106, 118,
+                                                                  129, 141, 153, 166, 181, 197, 217, 241};
+#endif
+
+/* The activation rows' q8 split arrays (kernels.h), with their integer corrections: -8 * sum for Q4_0's
+ * nibbles (q + 8), twice that for Q5_0 (q + 16), and with vpdpbusd -128 * sum for Q8_0 and IQ4_NL (their
+ * bytes q + 128, as the AVX-512 table takes them). */
+typedef struct p2_act {
+    const int8_t *qa[P2_B];
+    const float *da[P2_B], *dsum[P2_B];
+    const int32_t *c4[P2_B], *c8[P2_B];
+} p2_act;
+
+INLINE __m256i bcast4(const int8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
 }
 
-/* The 32 nibbles of 16 packed bytes in element order (qt_block_ints): low nibbles, then high ones. */
-INLINE __m256i nibbles32(const uint8_t *qs) {
-    __m128i q = _mm_loadu_si128((const __m128i *)qs);
-    __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1);
-    return _mm256_and_si256(v, _mm256_set1_epi8(15));
+/* Vector t < 8 of half h of a block's weights (v: the block's first vector, plus 32 h), whose lanes
+ * hold elements 4t .. 4t + 3 of their rows, so that it always meets the activations' bytes 4t ..: Q8_0's
+ * bytes 4t.. (q + 128; signed q without vpdpbusd); for the nibble types the low nibbles of vector t for
+ * t < 4 and the high ones of vector t - 4 (elements 16 + 4(t - 4) = 4t on), the Q5 types with bit 4 from
+ * vector 4 (kernels.h), IQ4_NL's levels (+ 128 for vpdpbusd). */
+INLINE __m256i p2_wvec(uint32_t pt, const uint8_t *v, int t) {
+    if (pt == KN_P16_Q8_0) {
+        __m256i x = _mm256_load_si256((const __m256i *)(v + 64 * t));
+        return P2_VNNI ? x : _mm256_xor_si256(x, _mm256_set1_epi8((char)0x80));
+    }
+    const __m256i m4 = _mm256_set1_epi8(15), x = _mm256_load_si256((const __m256i *)(v + 64 * (t & 3)));
+    __m256i w = t < 4 ? _mm256_and_si256(x, m4) : _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
+    if (pt == KN_P16_Q5_0 || pt == KN_P16_Q5_1) {
+        const __m256i H = _mm256_load_si256((const __m256i *)(v + 256));
+        w = _mm256_or_si256(w, _mm256_and_si256(t < 4 ? _mm256_srli_epi32(H, t) : _mm256_slli_epi32(H, 8 - t),
+                                                _mm256_set1_epi8(16)));
+    }
+    if (pt == KN_P16_IQ4_NL) {
+#if P2_VNNI
+        w = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_load_si128((const __m128i *)g_iq4nl_u8)), w);
+#else
+        w = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)kIQ4NL)), w);
+#endif
+    }
+    return w;
 }
 
-/* Byte j is 0xff where bit j of the little-endian 32-bit word at p is set, else 0: byte j / 8 of the word
- * is spread to bytes 8 (j / 8) .. +7, and or-ing in all bits but j % 8 leaves 0xff exactly where it is set. */
-INLINE __m256i bit_bytes32(const uint8_t *p) {
-    uint32_t x;
-    memcpy(&x, p, 4);
-    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x), _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
-                                                                                  0x0101010101010101, 0));
-    v = _mm256_or_si256(v, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
-    return _mm256_cmpeq_epi8(v, _mm256_set1_epi8(-1));
-}
+/* One weight vector t into one activation row's integer sums s[0], s[1]. */
+#if P2_VNNI
+#define P2_STEP(s, t, w, wu, a) ((void)(wu), (s)[(t) & 1] = _mm256_dpbusd_avx_epi32((s)[(t) & 1], (w), (a)))
+#else
+#define P2_STEP(s, t, w, wu, a)                                                                                   \
+    (p2_signed(pt) /* int32: |w| * a pairs reach 2 * 128 * 127 */                                                 \
+         ? ((s)[0] = _mm256_add_epi32((s)[0], _mm256_madd_epi16(_mm256_maddubs_epi16((wu), _mm256_sign_epi8((a), (w))), ones))) \
+         /* eight (Q5: four) pair sums of at most 2 * 15 * 127 (2 * 31 * 127) fit an int16 */                     \
+         : ((s)[q5 ? (t) / 4 : 0] = _mm256_add_epi16((s)[q5 ? (t) / 4 : 0], _mm256_maddubs_epi16((w), (a)))))
+#endif
 
-/* A block's 32 q as bytes in element order, its scale d and (Q4_1 / Q5_1) its minimum m. Signed q for
- * Q8_0, Q4_0, Q5_0 and IQ4_NL (never -128); unsigned for Q4_1 and Q5_1. */
-INLINE __m256i blk32_decode(uint32_t wt, const uint8_t *blk, float *d, float *m) {
-    switch (wt) {
-    case QT_Q8_0: {
-        const block_q8_0 *p = (const block_q8_0 *)blk;
-        *d = _cvtsh_ss(p->d);
-        return _mm256_loadu_si256((const __m256i *)p->qs);
-    }
-    case QT_Q4_1: {
-        const block_q4_1 *p = (const block_q4_1 *)blk;
-        *d = _cvtsh_ss(p->d), *m = _cvtsh_ss(p->m);
-        return nibbles32(p->qs);
-    }
-    case QT_Q5_0: { /* q - 16 is the nibble where bit 4 is set, else the nibble with 0xf0 or-ed in */
-        const block_q5_0 *p = (const block_q5_0 *)blk;
-        *d = _cvtsh_ss(p->d);
-        return _mm256_or_si256(nibbles32(p->qs), _mm256_andnot_si256(bit_bytes32(p->qh), _mm256_set1_epi8((char)0xf0)));
-    }
-    case QT_Q5_1: {
-        const block_q5_1 *p = (const block_q5_1 *)blk;
-        *d = _cvtsh_ss(p->d), *m = _cvtsh_ss(p->m);
-        return _mm256_or_si256(nibbles32(p->qs), _mm256_and_si256(bit_bytes32(p->qh), _mm256_set1_epi8(0x10)));
-    }
-    case QT_IQ4_NL: { /* the sixteen levels are one pshufb table */
-        const block_iq4_nl *p = (const block_iq4_nl *)blk;
-        *d = _cvtsh_ss(p->d);
-        return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)kIQ4NL)), nibbles32(p->qs));
-    }
-    default: { /* Q4_0 */
-        const block_q4_0 *p = (const block_q4_0 *)blk;
-        *d = _cvtsh_ss(p->d);
-        return _mm256_sub_epi8(nibbles32(p->qs), _mm256_set1_epi8(8));
-    }
-    }
-}
-
-/* maddubs multiplies unsigned by signed bytes and saturates 16-bit pair sums. Signed weights go in as |w|
- * with w's sign moved onto the activations; the sums stay within 2 * 128 * 127, exact, because
- * activations never hold -128. Q4_1 / Q5_1's q go in as they are, and their minimum adds m * (da * sum(a))
- * per block in a scalar chain (ds holds da * sum(a)). */
-INLINE void blk32_tile(uint32_t wt, int nb, const uint8_t *w, const uint8_t *const *a, const float *da,
-                       const float *ds, int64_t nk, float *res) {
+/* Block i's eight weight vectors w (as p2_wvec gives them), scales dw and minimums mw against nb
+ * activation rows, into chain[b]: the rows' exact integer dot products (one per lane; with vpdpbusd two
+ * chains per row, whose latency would otherwise bound B = 1), the offset correction included, then the
+ * float step. (Decoding one vector at a time and meeting every activation row with it before the next,
+ * to keep fewer registers live, measured the same.) */
+INLINE void p2_rows_dot(uint32_t pt, int nb, const __m256i *w, __m256 dw, __m256 mw, const p2_act *A, int64_t i,
+                        __m256 *chain) {
+    const int q5 = pt == KN_P16_Q5_0 || pt == KN_P16_Q5_1;
     const __m256i ones = _mm256_set1_epi16(1);
-    const size_t bsz = blk32_bytes(wt), asz = with_min(wt) ? sizeof(block_q8_s) : sizeof(block_q8_0);
-    const size_t qoff = with_min(wt) ? offsetof(block_q8_s, qs) : offsetof(block_q8_0, qs);
-    __m256 acc[TB];
-    float macc[TB];
+    (void)q5, (void)ones;
+    __m256i s[P2_B][2]; /* vpdpbusd: two chains; maddubs int16: Q5 elements 0-15 and 16-31; signed: [0] */
 #pragma GCC unroll 4
-    for (int b = 0; b < nb; b++) acc[b] = _mm256_setzero_ps(), macc[b] = 0;
-    for (int64_t i = 0; i < nk; i++) {
-        _mm_prefetch((const char *)w + PREFETCH + i * bsz, _MM_HINT_T0);
-        float dw, mw = 0;
-        __m256i wv = blk32_decode(wt, w + i * bsz, &dw, &mw);
-        __m256i wu = with_min(wt) ? wv : _mm256_sign_epi8(wv, wv);
-        __m256 dwv = _mm256_set1_ps(dw);
+    for (int b = 0; b < nb; b++) s[b][0] = s[b][1] = _mm256_setzero_si256();
+    __m256i wu[8];
+#pragma GCC unroll 8
+    for (int t = 0; t < 8; t++) wu[t] = p2_signed(pt) ? _mm256_abs_epi8(w[t]) : w[t];
 #pragma GCC unroll 4
-        for (int b = 0; b < nb; b++) {
-            __m256i av = _mm256_loadu_si256((const __m256i *)(a[b] + i * asz + qoff));
-            if (!with_min(wt)) av = _mm256_sign_epi8(av, wv);
-            __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(wu, av), ones);
-            __m256 s = _mm256_mul_ps(dwv, _mm256_broadcast_ss(&da[b * NBC + i]));
-            acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), s, acc[b]);
-            if (with_min(wt)) macc[b] += mw * ds[b * NBC + i];
+    for (int b = 0; b < nb; b++)
+#pragma GCC unroll 8
+        for (int t = 0; t < 8; t++) P2_STEP(s[b], t, w[t], wu[t], bcast4(A->qa[b] + (size_t)i * 32 + 4 * t));
+#pragma GCC unroll 4
+    for (int b = 0; b < nb; b++) {
+        __m256i sum;
+#if P2_VNNI
+        sum = _mm256_add_epi32(s[b][0], s[b][1]);
+#else
+        if (p2_signed(pt)) sum = s[b][0];
+        else if (q5) sum = _mm256_add_epi32(_mm256_madd_epi16(s[b][0], ones), _mm256_madd_epi16(s[b][1], ones));
+        else sum = _mm256_madd_epi16(s[b][0], ones);
+#endif
+        /* the unsigned weights' offsets: Q4_0 q + 8, Q5_0 q + 16, with vpdpbusd Q8_0 / IQ4_NL + 128 */
+        if (pt == KN_P16_Q4_0 || pt == KN_P16_Q5_0 || (P2_VNNI && p2_signed_src(pt)))
+            sum = _mm256_add_epi32(sum, _mm256_set1_epi32(pt == KN_P16_Q5_0 ? 2 * A->c4[b][i]
+                                                          : pt == KN_P16_Q4_0 ? A->c4[b][i] : A->c8[b][i]));
+        chain[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, _mm256_set1_ps(A->da[b][i])), chain[b]);
+        if (p2_min(pt)) chain[b] = _mm256_fmadd_ps(mw, _mm256_set1_ps(A->dsum[b][i]), chain[b]);
+    }
+}
+
+/* Block i of half h of the panel into chain[b] for nb activation rows (software prefetch on the first
+ * half's pass: the second reads the chunk from L1). */
+INLINE void p2_block(uint32_t pt, int nb, const uint8_t *P, const uint8_t *S, const uint8_t *M, int64_t i, int h,
+                     const p2_act *A, __m256 *chain) {
+    const size_t qbytes = (size_t)p2_qv(pt) * 64;
+    const uint8_t *v = P + (size_t)i * qbytes + 32 * h;
+    if (h == 0) {
+#pragma GCC unroll 8
+        for (size_t q = 0; q < qbytes; q += 64) _mm_prefetch((const char *)v + PREFETCH + q, _MM_HINT_T0);
+        if (!(i & 1)) {
+            _mm_prefetch((const char *)S + (size_t)i * 32 + PREFETCH * 32 / qbytes, _MM_HINT_T0);
+            if (p2_min(pt)) _mm_prefetch((const char *)M + (size_t)i * 32 + PREFETCH * 32 / qbytes, _MM_HINT_T0);
         }
     }
-#pragma GCC unroll 4
-    for (int b = 0; b < nb; b++) res[b] = with_min(wt) ? hsum_ps(acc[b]) + macc[b] : hsum_ps(acc[b]);
+    __m256i w[8];
+#pragma GCC unroll 8
+    for (int t = 0; t < 8; t++) w[t] = p2_wvec(pt, v, t);
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(S + (size_t)i * 32 + 16 * h)));
+    const __m256 mw = p2_min(pt) ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(M + (size_t)i * 32 + 16 * h)))
+                                 : _mm256_setzero_ps();
+    p2_rows_dot(pt, nb, w, dw, mw, A, i, chain);
 }
 
-INLINE void mm_blk32(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act, size_t arb, int B, int64_t K,
-                     int64_t r0, int64_t r1, float *y, size_t ldy) {
-    const size_t bsz = blk32_bytes(wt), asz = with_min(wt) ? sizeof(block_q8_s) : sizeof(block_q8_0);
-    const int64_t nb_k = K / 32;
-    float da[TB * NBC], ds[TB * NBC];
-    int64_t rc = row_chunk(wrb, B, r1 - r0, 1);
-    for (int64_t c0 = r0; c0 < r1; c0 += rc) {
-        int64_t c1 = LAYA_MIN(r1, c0 + rc);
-        for (int b0 = 0; b0 < B; b0 += TB) {
-            int nb = LAYA_MIN(TB, B - b0);
-            for (int64_t k0 = 0; k0 < nb_k; k0 += NBC) {
-                int64_t nk = LAYA_MIN(NBC, nb_k - k0);
-                const uint8_t *a[TB];
-                for (int t = 0; t < nb; t++) {
-                    a[t] = act + (size_t)(b0 + t) * arb + (size_t)k0 * asz;
-                    for (int64_t i = 0; i < nk; i++) {
-                        if (with_min(wt)) {
-                            const block_q8_s *q = (const block_q8_s *)a[t] + i;
-                            da[t * NBC + i] = _cvtsh_ss(q->d);
-                            ds[t * NBC + i] = da[t * NBC + i] * (float)q->sum;
-                        } else {
-                            da[t * NBC + i] = _cvtsh_ss(((const block_q8_0 *)a[t] + i)->d);
-                        }
+/* Blocks [k0, k1) (k0 a multiple of P2_KB) of a panel of nbk blocks against nb activation rows (q8 split
+ * rows arb bytes apart): run[2 * b + h] is half h's eight outputs of row b. A float chunk's blocks are
+ * read once per half, the second time from L1. */
+/* Blocks [k0, k1) (k0 a multiple of P2_KB) of a panel of nbk blocks against nb activation rows (q8 split
+ * rows arb bytes apart): run[2 * b + h] is half h's eight outputs of row b. A float chunk's blocks are
+ * read once per half, the second time from L1. The weights are the packed panel P, or (src, a source
+ * type) the panel's sixteen source rows, rows[r] pointing at block k0 of row r; only the halves in
+ * hmask (bit h) are computed. */
+/* The 4 x 4 dwords at off of each of eight rows' blocks, transposed: x[d] lane r = dword d of row r. */
+INLINE void p2_tr4(const uint8_t *const *row, size_t off, __m256i *x) {
+    __m256i y[4];
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++)
+        y[j] = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(row[j] + off))),
+                                       _mm_loadu_si128((const __m128i *)(row[j + 4] + off)), 1);
+    const __m256i t0 = _mm256_unpacklo_epi32(y[0], y[1]), t1 = _mm256_unpacklo_epi32(y[2], y[3]);
+    const __m256i t2 = _mm256_unpackhi_epi32(y[0], y[1]), t3 = _mm256_unpackhi_epi32(y[2], y[3]);
+    x[0] = _mm256_unpacklo_epi64(t0, t1), x[1] = _mm256_unpackhi_epi64(t0, t1);
+    x[2] = _mm256_unpacklo_epi64(t2, t3), x[3] = _mm256_unpackhi_epi64(t2, t3);
+}
+
+/* The source types the kernel reads straight from their rows (the Q5 types' high bits would need the
+ * P16 bit order built per block, so those are packed on the stack instead), and their block bytes. */
+INLINE int p2_direct(uint32_t wt) { return wt == QT_Q8_0 || wt == QT_Q4_0 || wt == QT_Q4_1 || wt == QT_IQ4_NL; }
+INLINE size_t p2_src_bytes(uint32_t wt) {
+    return wt == QT_Q8_0 ? sizeof(block_q8_0) : wt == QT_Q4_1 ? sizeof(block_q4_1) : sizeof(block_q4_0);
+}
+
+/* Block i of eight source rows (row[r] at block 0 of the call; off: their offsets from row[0]) into
+ * chain[b]: the weight vectors p2_wvec would read from the packed panel, made by transposing the rows'
+ * quants, and their scales (and Q4_1's minimums, the next fp16 of each block) by one gather. */
+INLINE void p2_block_rows(uint32_t wt, int nb, const uint8_t *const *row, __m256i off, int64_t i, const p2_act *A,
+                          __m256 *chain) {
+    const uint32_t pt = kn_p16_type(wt);
+    const size_t bsz = p2_src_bytes(wt), at = (size_t)i * bsz, qoff = at + (wt == QT_Q4_1 ? 4 : 2);
+    if (!(i & 3)) {
+#pragma GCC unroll 8
+        for (int r = 0; r < 8; r++) _mm_prefetch((const char *)row[r] + at + 16 * bsz, _MM_HINT_T0);
+    }
+    __m256i w[8];
+    if (wt == QT_Q8_0) {
+        p2_tr4(row, qoff, w), p2_tr4(row, qoff + 16, w + 4);
+        if (P2_VNNI) /* q + 128, as in the panel */
+#pragma GCC unroll 8
+            for (int t = 0; t < 8; t++) w[t] = _mm256_xor_si256(w[t], _mm256_set1_epi8((char)0x80));
+    } else {
+        __m256i x[4];
+        p2_tr4(row, qoff, x);
+        const __m256i m4 = _mm256_set1_epi8(15);
+#pragma GCC unroll 4
+        for (int t = 0; t < 4; t++) {
+            w[t] = _mm256_and_si256(x[t], m4), w[4 + t] = _mm256_and_si256(_mm256_srli_epi16(x[t], 4), m4);
+            if (wt == QT_IQ4_NL) {
+#if P2_VNNI
+                const __m256i lut = _mm256_broadcastsi128_si256(_mm_load_si128((const __m128i *)g_iq4nl_u8));
+#else
+                const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)kIQ4NL));
+#endif
+                w[t] = _mm256_shuffle_epi8(lut, w[t]), w[4 + t] = _mm256_shuffle_epi8(lut, w[4 + t]);
+            }
+        }
+    }
+    /* each lane's first 32 bits of its block: d, and Q4_1's m above it; packed to 8 fp16 each */
+    const __m256i g = _mm256_i32gather_epi32((const int *)(row[0] + at), off, 1);
+    const __m256i dh = _mm256_permute4x64_epi64(_mm256_packus_epi32(_mm256_and_si256(g, _mm256_set1_epi32(0xffff)), g), 0x08);
+    const __m256 dw = _mm256_cvtph_ps(_mm256_castsi256_si128(dh));
+    __m256 mw = _mm256_setzero_ps();
+    if (wt == QT_Q4_1)
+        mw = _mm256_cvtph_ps(_mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(_mm256_srli_epi32(g, 16), g), 0x08)));
+    p2_rows_dot(pt, nb, w, dw, mw, A, i, chain);
+}
+
+INLINE void p2_tile_any(uint32_t pt, uint32_t src, const uint8_t *const *rows, int hmask, int nb, const uint8_t *P,
+                        int64_t nbk, int64_t k0, int64_t k1, const uint8_t *act, size_t arb, __m256 *run) {
+    const size_t qbytes = (size_t)p2_qv(pt) * 64;
+    const uint8_t *S = P + (size_t)nbk * qbytes, *M = S + ((size_t)nbk * 32 + 63) / 64 * 64;
+    p2_act A;
+#pragma GCC unroll 4
+    for (int b = 0; b < nb; b++) {
+        A.qa[b] = (const int8_t *)(act + (size_t)b * arb);
+        A.da[b] = (const float *)(A.qa[b] + nbk * 32);
+        A.c4[b] = (const int32_t *)(A.da[b] + nbk);
+        A.c8[b] = A.c4[b] + nbk;
+        A.dsum[b] = (const float *)(A.c4[b] + 2 * nbk);
+        run[2 * b] = run[2 * b + 1] = _mm256_setzero_ps();
+    }
+    for (int64_t c0 = k0; c0 < k1; c0 += P2_KB) {
+        const int64_t c1 = LAYA_MIN(k1, c0 + P2_KB);
+        for (int h = 0; h < 2; h++) {
+            if (!(hmask >> h & 1)) continue;
+            __m256i off = _mm256_setzero_si256();
+            if (src) { /* the eight rows' offsets from the first, for the scale gathers */
+                const uint8_t *const *rw = rows + 8 * h;
+#define OFF(r) (int)(rw[r] - rw[0])
+                off = _mm256_setr_epi32(0, OFF(1), OFF(2), OFF(3), OFF(4), OFF(5), OFF(6), OFF(7));
+#undef OFF
+            }
+            __m256 ev[P2_B], od[P2_B];
+#pragma GCC unroll 4
+            for (int b = 0; b < nb; b++) ev[b] = _mm256_setzero_ps(), od[b] = _mm256_setzero_ps();
+            int64_t i = c0;
+            for (; i + 1 < c1; i += 2) {
+                if (src) {
+                    p2_block_rows(src, nb, rows + 8 * h, off, i, &A, ev);
+                    p2_block_rows(src, nb, rows + 8 * h, off, i + 1, &A, od);
+                } else {
+                    p2_block(pt, nb, P, S, M, i, h, &A, ev);
+                    p2_block(pt, nb, P, S, M, i + 1, h, &A, od);
+                }
+            }
+            if (i < c1) {
+                if (src) p2_block_rows(src, nb, rows + 8 * h, off, i, &A, ev);
+                else p2_block(pt, nb, P, S, M, i, h, &A, ev);
+            }
+#pragma GCC unroll 4
+            for (int b = 0; b < nb; b++) run[2 * b + h] = _mm256_add_ps(run[2 * b + h], _mm256_add_ps(ev[b], od[b]));
+        }
+    }
+}
+
+INLINE void p2_tile(uint32_t pt, int nb, const uint8_t *P, int64_t nbk, int64_t k0, int64_t k1, const uint8_t *act,
+                    size_t arb, __m256 *run) {
+    p2_tile_any(pt, 0, NULL, 3, nb, P, nbk, k0, k1, act, arb, run);
+}
+
+INLINE void p2_tile_nb(uint32_t pt, int nb, const uint8_t *P, int64_t nbk, int64_t k0, int64_t k1, const uint8_t *act,
+                       size_t arb, __m256 *run) {
+    switch (nb) {
+    case 1: p2_tile(pt, 1, P, nbk, k0, k1, act, arb, run); break;
+    case 2: p2_tile(pt, 2, P, nbk, k0, k1, act, arb, run); break;
+    case 3: p2_tile(pt, 3, P, nbk, k0, k1, act, arb, run); break;
+    default: p2_tile(pt, 4, P, nbk, k0, k1, act, arb, run); break;
+    }
+}
+
+/* A tile's sums, rows [r0, r1) of the panel at row 16p, stored to y (or added to y's values). */
+INLINE void p2_store(const __m256 *run, int nb, int64_t p, int64_t r0, int64_t r1, float *y, size_t ldy, int add) {
+    const int64_t lo = LAYA_MAX(r0 - 16 * p, 0), hi = LAYA_MIN(r1 - 16 * p, 16);
+    for (int b = 0; b < nb; b++) {
+        float t[16], *o = y + (size_t)b * ldy + (size_t)(16 * p);
+        _mm256_storeu_ps(t, run[2 * b]);
+        _mm256_storeu_ps(t + 8, run[2 * b + 1]);
+        if (lo == 0 && hi == 16 && !add) {
+            memcpy(o, t, sizeof t);
+            continue;
+        }
+        for (int64_t j = lo; j < hi; j++) o[j] = add ? o[j] + t[j] : t[j];
+    }
+}
+
+/* One tile: a panel's whole K in registers. Several: per panel, one float chunk of P2_KB blocks (8-16 KB,
+ * from L1) for every tile in turn, each chunk's sums added to the outputs in K order (the bits of one
+ * pass, as in mm_p2_src); a prompt of 64 tokens on the typing Q4_0 file: 3242 -> 5665 tok/s against
+ * whole panels per tile from L2. */
+INLINE void mm_p2_t(uint32_t pt, const uint8_t *W, const uint8_t *act, size_t arb, int B, int64_t K, int64_t r0,
+                    int64_t r1, float *y, size_t ldy) {
+    const size_t pb = kn_pack_panel_bytes(pt, K);
+    const int64_t nbk = K / 32;
+    for (int64_t p = r0 / 16; p < (r1 + 15) / 16; p++) {
+        const uint8_t *P = W + (size_t)p * pb;
+        __m256 run[2 * P2_B];
+        if (B <= P2_B) {
+            p2_tile_nb(pt, B, P, nbk, 0, nbk, act, arb, run);
+            p2_store(run, B, p, r0, r1, y, ldy, 0);
+            continue;
+        }
+        for (int64_t k0 = 0; k0 < nbk; k0 += P2_KB)
+            for (int b0 = 0; b0 < B; b0 += P2_B) {
+                const int nb = LAYA_MIN(P2_B, B - b0);
+                p2_tile_nb(pt, nb, P, nbk, k0, LAYA_MIN(nbk, k0 + P2_KB), act + (size_t)b0 * arb, arb, run);
+                p2_store(run, nb, p, r0, r1, y + (size_t)b0 * ldy, ldy, k0 > 0);
+            }
+    }
+}
+
+__attribute__((noinline)) static void mm_p2(uint32_t pt, const uint8_t *W, const uint8_t *act, size_t arb, int B,
+                                            int64_t K, int64_t r0, int64_t r1, float *y, size_t ldy) {
+    switch (pt) {
+    case KN_P16_Q4_0: mm_p2_t(KN_P16_Q4_0, W, act, arb, B, K, r0, r1, y, ldy); return;
+    case KN_P16_Q4_1: mm_p2_t(KN_P16_Q4_1, W, act, arb, B, K, r0, r1, y, ldy); return;
+    case KN_P16_Q5_0: mm_p2_t(KN_P16_Q5_0, W, act, arb, B, K, r0, r1, y, ldy); return;
+    case KN_P16_Q5_1: mm_p2_t(KN_P16_Q5_1, W, act, arb, B, K, r0, r1, y, ldy); return;
+    case KN_P16_IQ4_NL: mm_p2_t(KN_P16_IQ4_NL, W, act, arb, B, K, r0, r1, y, ldy); return;
+    default: mm_p2_t(KN_P16_Q8_0, W, act, arb, B, K, r0, r1, y, ldy); return;
+    }
+}
+
+/* nb activation rows (arb bytes apart) of kn blocks of absz bytes (block_q8_0 or block_q8_s, whose
+ * quants follow the fp16 scale) into the q8 split format of kn blocks (kernels.h), rows sarb apart. */
+static void p2_regroup(const uint8_t *act, size_t arb, size_t absz, int nb, int kn, uint8_t *buf, size_t sarb) {
+    const __m256i one8 = _mm256_set1_epi8(1);
+    for (int b = 0; b < nb; b++) {
+        int8_t *qs = (int8_t *)(buf + (size_t)b * sarb);
+        float *ds = (float *)(qs + kn * 32), *dsum = (float *)((int32_t *)(ds + kn) + 2 * kn);
+        int32_t *c4 = (int32_t *)(ds + kn), *c8 = c4 + kn;
+        for (int i = 0; i < kn; i++) {
+            const uint8_t *ab = act + (size_t)b * arb + (size_t)i * absz;
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(ab + absz - 32));
+            _mm256_store_si256((__m256i *)(qs + 32 * i), q);
+            /* the sum of the quants: maddubs by ones pairs them exactly, madd by ones sums the pairs */
+            const int sum = hsum_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(one8, q), _mm256_set1_epi16(1)));
+            ds[i] = _cvtsh_ss(*(const qt_half *)ab);
+            c4[i] = -8 * sum, c8[i] = -128 * sum, dsum[i] = ds[i] * (float)sum;
+        }
+    }
+}
+
+/* Matrices of the types p2_direct names that were not packed at load (decodes before the copy is made,
+ * LAYA_PACK=0, or no memory for it), with their own activation formats (block_q8_0 / block_q8_s): per
+ * tile of activation rows and piece of P2_KB blocks, the activations are regrouped once into the q8
+ * split format of the piece, and every panel of rows goes through the P16 kernel reading the rows
+ * themselves. Each piece is one of the kernel's float chunks and is added to the outputs in K order, so
+ * the outputs are the bits the packed matrix gives. Rows past r1 are not read (the last is repeated,
+ * its lanes not stored). */
+static void mm_p2_rows(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act, size_t arb, int B, int64_t K,
+                       int64_t r0, int64_t r1, float *y, size_t ldy) {
+    const uint32_t pt = kn_p16_type(wt);
+    const int64_t nbk = K / 32;
+    const size_t bsz = p2_src_bytes(wt), absz = p2_min(pt) ? sizeof(block_q8_s) : sizeof(block_q8_0);
+    const size_t sarb = P2_KB * (32 + 16); /* one piece's q8 split row */
+    uint8_t abuf[P2_B * P2_KB * (32 + 16)] __attribute__((aligned(32)));
+    for (int b0 = 0; b0 < B; b0 += P2_B) {
+        const int nb = LAYA_MIN(P2_B, B - b0);
+        for (int64_t k0 = 0; k0 < nbk; k0 += P2_KB) {
+            const int kn = (int)LAYA_MIN(P2_KB, nbk - k0);
+            p2_regroup(act + (size_t)b0 * arb + (size_t)k0 * absz, arb, absz, nb, kn, abuf, sarb);
+            for (int64_t p = r0 / 16; p < (r1 + 15) / 16; p++) {
+                const uint8_t *rows[16];
+                for (int r = 0; r < 16; r++)
+                    rows[r] = W + (size_t)LAYA_MIN(16 * p + r, r1 - 1) * wrb + (size_t)k0 * bsz;
+                const int hmask = (LAYA_MAX(r0, 16 * p) < 16 * p + 8 ? 1 : 0) | (r1 > 16 * p + 8 ? 2 : 0);
+                __m256 run[2 * P2_B];
+                switch (wt * 8 + nb) {
+#define P2R(t, n) case t * 8 + n: p2_tile_any(kn_p16_type(t), t, rows, hmask, n, NULL, kn, 0, kn, abuf, sarb, run); break
+                P2R(QT_Q8_0, 1); P2R(QT_Q8_0, 2); P2R(QT_Q8_0, 3); P2R(QT_Q8_0, 4);
+                P2R(QT_Q4_0, 1); P2R(QT_Q4_0, 2); P2R(QT_Q4_0, 3); P2R(QT_Q4_0, 4);
+                P2R(QT_Q4_1, 1); P2R(QT_Q4_1, 2); P2R(QT_Q4_1, 3); P2R(QT_Q4_1, 4);
+                P2R(QT_IQ4_NL, 1); P2R(QT_IQ4_NL, 2); P2R(QT_IQ4_NL, 3); P2R(QT_IQ4_NL, 4);
+#undef P2R
+                default: break;
+                }
+                p2_store(run, nb, p, r0, r1, y + (size_t)b0 * ldy, ldy, k0 > 0);
+            }
+        }
+    }
+}
+
+/* Matrices of those types that were not packed at load (LAYA_PACK=0, or no memory for the copy), with
+ * their own activation formats (block_q8_0 / block_q8_s): each 16-row panel is packed here P2_KB blocks
+ * of K at a time into a stack buffer, the activations of up to P2_B rows regrouped into the q8 split
+ * format of those blocks, and both go through the P16 kernel. Each piece is one of that kernel's float
+ * chunks and is added to the output in K order, so the outputs are the bits the packed matrix gives.
+ * Slower than the packed matrix: the packing is redone on every call. */
+static void mm_p2_src(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *act, size_t arb, int B, int64_t K,
+                      int64_t r0, int64_t r1, float *y, size_t ldy) {
+    const uint32_t pt = kn_p16_type(wt);
+    const int64_t nbk = K / 32;
+    const size_t bsz = (size_t)qt_get(wt)->bytes, absz = p2_min(pt) ? sizeof(block_q8_s) : sizeof(block_q8_0);
+    const size_t sarb = P2_KB * (32 + 16); /* one piece's q8 split row */
+    uint8_t wbuf[P2_KB * 8 * 64 + 2 * P2_KB * 32] __attribute__((aligned(64)));
+    uint8_t abuf[P2_B * P2_KB * (32 + 16)] __attribute__((aligned(32)));
+    for (int64_t p = r0 / 16; p < (r1 + 15) / 16; p++) {
+        const int64_t rows = LAYA_MIN(r1, 16 * p + 16) - 16 * p;
+        for (int64_t k0 = 0; k0 < nbk; k0 += P2_KB) {
+            const int kn = (int)LAYA_MIN(P2_KB, nbk - k0);
+            kn_pack(pt, W + (size_t)(16 * p) * wrb + (size_t)k0 * bsz, wrb, rows, 32 * kn, 0, 1, wbuf);
+            for (int b0 = 0; b0 < B; b0 += P2_B) {
+                const int nb = LAYA_MIN(P2_B, B - b0);
+                for (int b = 0; b < nb; b++) {
+                    int8_t *qs = (int8_t *)(abuf + (size_t)b * sarb);
+                    float *ds = (float *)(qs + kn * 32), *dsum = (float *)((int32_t *)(ds + kn) + 2 * kn);
+                    int32_t *c4 = (int32_t *)(ds + kn), *c8 = c4 + kn;
+                    for (int i = 0; i < kn; i++) {
+                        const uint8_t *ab = act + (size_t)(b0 + b) * arb + (size_t)(k0 + i) * absz;
+                        const int8_t *aq = p2_min(pt) ? ((const block_q8_s *)ab)->qs : ((const block_q8_0 *)ab)->qs;
+                        int sum = 0;
+                        memcpy(qs + 32 * i, aq, 32);
+                        for (int j = 0; j < 32; j++) sum += aq[j];
+                        ds[i] = _cvtsh_ss(*(const qt_half *)ab);
+                        c4[i] = -8 * sum, c8[i] = -128 * sum, dsum[i] = ds[i] * (float)sum;
                     }
                 }
-                for (int64_t r = c0; r < c1; r++) {
-                    const uint8_t *w = W + (size_t)r * wrb + (size_t)k0 * bsz;
-                    float res[TB];
-                    switch (nb) {
-                    case 1: blk32_tile(wt, 1, w, a, da, ds, nk, res); break;
-                    case 2: blk32_tile(wt, 2, w, a, da, ds, nk, res); break;
-                    case 3: blk32_tile(wt, 3, w, a, da, ds, nk, res); break;
-                    default: blk32_tile(wt, 4, w, a, da, ds, nk, res); break;
-                    }
-                    for (int t = 0; t < nb; t++) {
-                        float *yp = y + (size_t)(b0 + t) * ldy + (size_t)r;
-                        *yp = k0 > 0 ? *yp + res[t] : res[t];
-                    }
+                __m256 run[2 * P2_B];
+                switch (pt) {
+                case KN_P16_Q4_0: p2_tile_nb(KN_P16_Q4_0, nb, wbuf, kn, 0, kn, abuf, sarb, run); break;
+                case KN_P16_Q4_1: p2_tile_nb(KN_P16_Q4_1, nb, wbuf, kn, 0, kn, abuf, sarb, run); break;
+                case KN_P16_Q5_0: p2_tile_nb(KN_P16_Q5_0, nb, wbuf, kn, 0, kn, abuf, sarb, run); break;
+                case KN_P16_Q5_1: p2_tile_nb(KN_P16_Q5_1, nb, wbuf, kn, 0, kn, abuf, sarb, run); break;
+                case KN_P16_IQ4_NL: p2_tile_nb(KN_P16_IQ4_NL, nb, wbuf, kn, 0, kn, abuf, sarb, run); break;
+                default: p2_tile_nb(KN_P16_Q8_0, nb, wbuf, kn, 0, kn, abuf, sarb, run); break;
                 }
+                p2_store(run, nb, p, r0, r1, y + (size_t)b0 * ldy, ldy, k0 > 0);
             }
         }
     }
@@ -707,20 +1012,27 @@ static void avx2_matmul(uint32_t wtype, const void *W, size_t w_row_bytes, const
     case QT_F32: mm_float(QT_F32, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
     case QT_F16: mm_float(QT_F16, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
     case QT_BF16: mm_float(QT_BF16, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
-#define BLK32(t) mm_blk32(t, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy)
 #define KQ(t) mm_k(t, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy)
-    case QT_Q8_0: BLK32(QT_Q8_0); return;
-    case QT_Q4_0: BLK32(QT_Q4_0); return;
-    case QT_Q4_1: BLK32(QT_Q4_1); return;
-    case QT_Q5_0: BLK32(QT_Q5_0); return;
-    case QT_Q5_1: BLK32(QT_Q5_1); return;
-    case QT_IQ4_NL: BLK32(QT_IQ4_NL); return;
+    case QT_Q8_0:
+    case QT_Q4_0:
+    case QT_Q4_1:
+    case QT_Q5_0:
+    case QT_Q5_1:
+    case QT_IQ4_NL:
+        if (p2_direct(wtype)) mm_p2_rows(wtype, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy);
+        else mm_p2_src(wtype, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy);
+        return;
+    case KN_P16_Q8_0:
+    case KN_P16_Q4_0:
+    case KN_P16_Q4_1:
+    case KN_P16_Q5_0:
+    case KN_P16_Q5_1:
+    case KN_P16_IQ4_NL: mm_p2(wtype, W, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
     case QT_Q2_K: KQ(QT_Q2_K); return;
     case QT_Q3_K: KQ(QT_Q3_K); return;
     case QT_Q4_K: KQ(QT_Q4_K); return;
     case QT_Q5_K: KQ(QT_Q5_K); return;
     case QT_Q6_K: KQ(QT_Q6_K); return;
-#undef BLK32
 #undef KQ
     default: kn_ref_ops.matmul(wtype, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
     }
@@ -885,6 +1197,13 @@ static void avx2_attn_qk(const float *q, size_t q_stride, int nh, const float *k
     kn_scale_max(s, s_stride, nh, npos, scale, mx);
 }
 
-const kn_ops kn_avx2_ops = {"avx2", avx2_quantize_act, avx2_matmul, avx2_dot_f32, avx2_axpy_f32, avx2_matmul_mlx,
+#ifdef KN_AVXVNNI
+const kn_ops kn_avxvnni_ops = {"avxvnni",
+#else
+const kn_ops kn_avx2_ops = {"avx2",
+#endif
+                            avx2_quantize_act, avx2_matmul, avx2_dot_f32, avx2_axpy_f32, avx2_matmul_mlx,
                             avx2_exp_sum, avx2_attn_v,
-                            avx2_attn_qk, avx2_silu_mul, 0};
+                            avx2_attn_qk, avx2_silu_mul,
+                            KN_PACKS(QT_Q8_0) | KN_PACKS(QT_Q4_0) | KN_PACKS(QT_Q4_1) | KN_PACKS(QT_Q5_0) |
+                                KN_PACKS(QT_Q5_1) | KN_PACKS(QT_IQ4_NL)};

@@ -1791,7 +1791,9 @@ static void avx512_attn_qk(const float *q, size_t q_stride, int nh, const float 
 
 const kn_ops kn_avx512_ops = {"avx512", avx512_quantize_act, avx512_matmul, avx512_dot_f32, avx512_axpy_f32,
                                avx512_matmul_mlx, avx512_exp_sum, avx512_attn_v, avx512_attn_qk,
-                               avx512_silu_mul, 1};
+                               avx512_silu_mul,
+                               KN_PACKS(QT_Q8_0) | KN_PACKS(QT_Q4_0) | KN_PACKS(QT_Q4_1) | KN_PACKS(QT_Q5_0) |
+                                   KN_PACKS(QT_Q5_1) | KN_PACKS(QT_IQ4_NL) | KN_PACKS(QT_Q4_K) | KN_PACKS(QT_Q6_K)};
 
 #ifdef KN_POP_TARGET
 #pragma clang attribute pop
