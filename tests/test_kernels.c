@@ -310,6 +310,12 @@ static void test_matmul(void) {
         int64_t K = type == QT_F32 ? 1024 : type == QT_F16 || type == QT_BF16 ? 2048 : 4864;
         check_case(type, K, 230, 11, 1, 229);
         check_case(type, K, 230, 17, 0, 230);
+        if (qt_get(type)->block == 32) { /* the AVX2 kernel's 8-row halves: one row alone in its half, a range from a half */
+            check_case(type, 96, 25, 3, 0, 25);
+            check_case(type, 64, 41, 5, 24, 41);
+            check_case(type, 64, 40, 1, 8, 33);
+            check_case(type, 64, 40, 2, 23, 40);
+        }
     }
     /* K beyond one chunk of converted activation scales */
     check_case(QT_Q8_0, 16480, 5, 9, 0, 5);
