@@ -50,7 +50,7 @@ typedef struct laya_model_params {
     int32_t n_threads; /* worker threads for forward passes; 0 = number of online CPUs, at most 64 */
     int32_t vocab_only; /* 1: load only metadata and the tokenizer, no tensors */
     /* 0 (default): where the CPU's kernels have an order of their own for block-quantized weights (Q8_0,
-     * Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q6_K on AVX-512),
+     * Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q6_K on AVX-512; the first six on AVX2 and AVX-VNNI),
      * those matrices are copied into it after load (laya_model_wait_ready) and the file's pages are
      * released: the copy takes the matrices' size in private memory, and decoding gets faster (the
      * bundled model 0.70 -> 0.55 ms a step here). The logits are the same bits either way. -1: every
@@ -209,7 +209,7 @@ LAYA_API laya_status laya_annotate_file(const char *in_path, const char *out_pat
 LAYA_API laya_status laya_convert(const char *model_dir, const char *out_path, const char *type, char *err,
                                   size_t errlen);
 
-/* The CPU kernel set chosen at run time: "avx512", "avx2", "neon" or "scalar". */
+/* The CPU kernel set chosen at run time: "avx512", "avxvnni", "avx2", "neon" or "scalar". */
 LAYA_API const char *laya_cpu_backend(void);
 
 /* ---------------------------------------------------------------------------------------------------

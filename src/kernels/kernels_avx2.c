@@ -1122,76 +1122,130 @@ static void avx2_silu_mul(float *g, const float *u, int64_t n) {
     }
 }
 
-/* Up to 2 heads x 32 columns in 8 accumulators; each value row is read once per such tile. */
+/* hn heads x nc vectors of 8 columns (hn * nc = 8 accumulators: two heads x 32 columns, or one head x
+ * 64, so that a single head also has eight multiply-add chains); each value row is read once per tile.
+ * Every output is summed in position order, so the bits do not depend on the tiling. */
+INLINE void v_tile8(const float *w, size_t w_stride, int hn, int nc, const float *v0, int64_t n0, const float *v,
+                    size_t v_stride, int64_t npos, int64_t j0, float *out, size_t out_stride) {
+    __m256 acc[2][8];
+#pragma GCC unroll 2
+    for (int h = 0; h < hn; h++)
+#pragma GCC unroll 8
+        for (int c = 0; c < nc; c++) acc[h][c] = _mm256_setzero_ps();
+    for (int64_t p = 0; p < npos; p++) {
+        const float *vr = (p < n0 ? v0 : v) + (size_t)p * v_stride + (size_t)j0;
+        __m256 x[8];
+#pragma GCC unroll 8
+        for (int c = 0; c < nc; c++) x[c] = _mm256_loadu_ps(vr + 8 * c);
+#pragma GCC unroll 2
+        for (int h = 0; h < hn; h++) {
+            const __m256 a = _mm256_broadcast_ss(w + (size_t)h * w_stride + (size_t)p);
+#pragma GCC unroll 8
+            for (int c = 0; c < nc; c++) acc[h][c] = _mm256_fmadd_ps(a, x[c], acc[h][c]);
+        }
+    }
+#pragma GCC unroll 2
+    for (int h = 0; h < hn; h++)
+#pragma GCC unroll 8
+        for (int c = 0; c < nc; c++) _mm256_storeu_ps(out + (size_t)h * out_stride + (size_t)j0 + 8 * c, acc[h][c]);
+}
+
 static void avx2_attn_v(const float *w, size_t w_stride, int nh, const float *v0, int64_t n0, const float *v,
                         size_t v_stride, int64_t npos, int64_t d, float *out, size_t out_stride) {
-    int64_t dv = d / 32 * 32;
     for (int h0 = 0; h0 < nh; h0 += 2) {
-        int hn = nh - h0 < 2 ? nh - h0 : 2;
-        for (int64_t j0 = 0; j0 < dv; j0 += 32) {
-            __m256 acc[2][4];
-            for (int h = 0; h < 2; h++)
-                for (int c = 0; c < 4; c++) acc[h][c] = _mm256_setzero_ps();
-            for (int64_t p = 0; p < npos; p++) {
-                const float *vr = (p < n0 ? v0 : v) + (size_t)p * v_stride + (size_t)j0;
-                __m256 x0 = _mm256_loadu_ps(vr), x1 = _mm256_loadu_ps(vr + 8), x2 = _mm256_loadu_ps(vr + 16),
-                       x3 = _mm256_loadu_ps(vr + 24);
-                for (int h = 0; h < hn; h++) {
-                    __m256 a = _mm256_broadcast_ss(w + (size_t)(h0 + h) * w_stride + (size_t)p);
-                    acc[h][0] = _mm256_fmadd_ps(a, x0, acc[h][0]);
-                    acc[h][1] = _mm256_fmadd_ps(a, x1, acc[h][1]);
-                    acc[h][2] = _mm256_fmadd_ps(a, x2, acc[h][2]);
-                    acc[h][3] = _mm256_fmadd_ps(a, x3, acc[h][3]);
-                }
-            }
-            for (int h = 0; h < hn; h++) {
-                float *o = out + (size_t)(h0 + h) * out_stride + (size_t)j0;
-                for (int c = 0; c < 4; c++) _mm256_storeu_ps(o + 8 * c, acc[h][c]);
-            }
+        const int hn = nh - h0 < 2 ? nh - h0 : 2;
+        const float *wh = w + (size_t)h0 * w_stride;
+        float *oh = out + (size_t)h0 * out_stride;
+        int64_t j0 = 0;
+        if (hn == 1)
+            for (; j0 + 64 <= d; j0 += 64) v_tile8(wh, w_stride, 1, 8, v0, n0, v, v_stride, npos, j0, oh, out_stride);
+        for (; j0 + 32 <= d; j0 += 32) {
+            if (hn == 1) v_tile8(wh, w_stride, 1, 4, v0, n0, v, v_stride, npos, j0, oh, out_stride);
+            else v_tile8(wh, w_stride, 2, 4, v0, n0, v, v_stride, npos, j0, oh, out_stride);
         }
-        for (int h = 0; h < hn && dv < d; h++) { /* columns past the last 32: plain loops */
-            float *o = out + (size_t)(h0 + h) * out_stride;
-            for (int64_t j = dv; j < d; j++) o[j] = 0;
+        for (int h = 0; h < hn && j0 < d; h++) { /* columns past the last 32: plain loops */
+            float *o = oh + (size_t)h * out_stride;
+            for (int64_t j = j0; j < d; j++) o[j] = 0;
             for (int64_t p = 0; p < npos; p++) {
-                float a = w[(size_t)(h0 + h) * w_stride + (size_t)p];
+                float a = wh[(size_t)h * w_stride + (size_t)p];
                 const float *vr = (p < n0 ? v0 : v) + (size_t)p * v_stride;
-                for (int64_t j = dv; j < d; j++) o[j] += a * vr[j];
+                for (int64_t j = j0; j < d; j++) o[j] += a * vr[j];
             }
         }
     }
 }
 
-/* One block of 16 positions (two vectors) for up to two heads at a time, the key block read once per pair;
- * a partial last block is computed whole from a zero-padded copy. Then scaled, with the maxima. */
+/* Raw scores of hn heads (1..3) against nb blocks of 16 positions (kb: the first block, blocks
+ * kt_stride apart; np: the positions of the last block, 16 but for the call's last): for each key
+ * dimension, each block's two vectors are loaded once and multiplied by every head's q[j], the even
+ * and the odd dimensions into two accumulator sets (added at the end). The sets never depend on hn or
+ * nb, so a head's scores are the same bits alone or beside others, and whichever tile its block is in;
+ * one head takes two blocks at a time, so that there are eight chains. A partial block is read with
+ * masked loads (the positions past the end are never touched) and stored in part. */
+INLINE void qk_tile8(const float *q, size_t q_stride, int hn, const float *kb, size_t kt_stride, int nb, int np,
+                     int64_t d, float *s, size_t s_stride) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(np), lane);
+    const __m256i m2 = _mm256_cmpgt_epi32(_mm256_set1_epi32(np - 8), lane);
+    __m256 acc[2][3][4];
+#pragma GCC unroll 2
+    for (int u = 0; u < 2; u++)
+#pragma GCC unroll 3
+        for (int h = 0; h < hn; h++)
+#pragma GCC unroll 4
+            for (int c = 0; c < 2 * nb; c++) acc[u][h][c] = _mm256_setzero_ps();
+    for (int64_t j = 0; j < d; j++) {
+        const int u = (int)(j & 1);
+        __m256 kv[4];
+#pragma GCC unroll 2
+        for (int b = 0; b < nb; b++) {
+            const float *kr = kb + (size_t)b * kt_stride + (size_t)j * 16;
+            if (b == nb - 1 && np < 16)
+                kv[2 * b] = _mm256_maskload_ps(kr, m1), kv[2 * b + 1] = _mm256_maskload_ps(kr + 8, m2);
+            else
+                kv[2 * b] = _mm256_loadu_ps(kr), kv[2 * b + 1] = _mm256_loadu_ps(kr + 8);
+        }
+#pragma GCC unroll 3
+        for (int h = 0; h < hn; h++) {
+            const __m256 a = _mm256_broadcast_ss(q + (size_t)h * q_stride + (size_t)j);
+#pragma GCC unroll 4
+            for (int c = 0; c < 2 * nb; c++) {
+                if (u) acc[1][h][c] = _mm256_fmadd_ps(a, kv[c], acc[1][h][c]);
+                else acc[0][h][c] = _mm256_fmadd_ps(a, kv[c], acc[0][h][c]);
+            }
+        }
+    }
+#pragma GCC unroll 3
+    for (int h = 0; h < hn; h++)
+#pragma GCC unroll 2
+        for (int b = 0; b < nb; b++) {
+            float t[16];
+            _mm256_storeu_ps(t, _mm256_add_ps(acc[0][h][2 * b], acc[1][h][2 * b]));
+            _mm256_storeu_ps(t + 8, _mm256_add_ps(acc[0][h][2 * b + 1], acc[1][h][2 * b + 1]));
+            memcpy(s + (size_t)h * s_stride + (size_t)b * 16, t, (size_t)(b == nb - 1 ? np : 16) * sizeof(float));
+        }
+}
+
+/* Heads in threes against one block of 16 positions at a time (a single head: two blocks), then
+ * scaled, with the maxima. */
 static void avx2_attn_qk(const float *q, size_t q_stride, int nh, const float *kt, size_t kt_stride, int64_t npos,
                          int64_t d, float scale, float *s, size_t s_stride, float *mx) {
-    for (int64_t p0 = 0; p0 < npos; p0 += 16) {
-        const float *kb = kt + (size_t)(p0 / 16) * kt_stride;
-        int np = npos - p0 < 16 ? (int)(npos - p0) : 16;
-        for (int h0 = 0; h0 < nh; h0 += 2) {
-            int hn = nh - h0 < 2 ? nh - h0 : 2;
-            __m256 acc[2][2] = {{_mm256_setzero_ps(), _mm256_setzero_ps()}, {_mm256_setzero_ps(), _mm256_setzero_ps()}};
-            for (int64_t j = 0; j < d; j++) {
-                __m256 k0, k1;
-                if (np == 16) {
-                    k0 = _mm256_loadu_ps(kb + j * 16), k1 = _mm256_loadu_ps(kb + j * 16 + 8);
-                } else {
-                    float t[16] = {0};
-                    memcpy(t, kb + j * 16, (size_t)np * sizeof(float));
-                    k0 = _mm256_loadu_ps(t), k1 = _mm256_loadu_ps(t + 8);
-                }
-                for (int h = 0; h < hn; h++) {
-                    __m256 a = _mm256_broadcast_ss(q + (size_t)(h0 + h) * q_stride + (size_t)j);
-                    acc[h][0] = _mm256_fmadd_ps(a, k0, acc[h][0]);
-                    acc[h][1] = _mm256_fmadd_ps(a, k1, acc[h][1]);
-                }
+    for (int h0 = 0; h0 < nh; h0 += 3) {
+        const int hn = nh - h0 < 3 ? nh - h0 : 3;
+        const float *qh = q + (size_t)h0 * q_stride;
+        float *sh = s + (size_t)h0 * s_stride;
+        for (int64_t p0 = 0; p0 < npos;) {
+            const int64_t left = npos - p0;
+            const int nb = hn == 1 && left > 16 ? 2 : 1;
+            const int np = (int)LAYA_MIN(16, left - 16 * (nb - 1));
+            const float *kb = kt + (size_t)(p0 / 16) * kt_stride;
+            switch (hn * 2 + nb) {
+            case 3: qk_tile8(qh, q_stride, 1, kb, kt_stride, 1, np, d, sh + p0, s_stride); break;
+            case 4: qk_tile8(qh, q_stride, 1, kb, kt_stride, 2, np, d, sh + p0, s_stride); break;
+            case 5: qk_tile8(qh, q_stride, 2, kb, kt_stride, 1, np, d, sh + p0, s_stride); break;
+            default: qk_tile8(qh, q_stride, 3, kb, kt_stride, 1, np, d, sh + p0, s_stride); break;
             }
-            for (int h = 0; h < hn; h++) {
-                float t[16];
-                _mm256_storeu_ps(t, acc[h][0]);
-                _mm256_storeu_ps(t + 8, acc[h][1]);
-                memcpy(s + (size_t)(h0 + h) * s_stride + (size_t)p0, t, (size_t)np * sizeof(float));
-            }
+            p0 += 16 * (nb - 1) + np;
         }
     }
     kn_scale_max(s, s_stride, nh, npos, scale, mx);
