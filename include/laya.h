@@ -50,7 +50,7 @@ typedef struct laya_model_params {
     int32_t n_threads; /* worker threads for forward passes; 0 = number of online CPUs, at most 64 */
     int32_t vocab_only; /* 1: load only metadata and the tokenizer, no tensors */
     /* 0 (default): where the CPU's kernels have an order of their own for block-quantized weights (Q8_0,
-     * Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q6_K on AVX-512; the first six on AVX2 and AVX-VNNI),
+     * Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q6_K on AVX-512; the first six on AVX-VNNI, those but Q8_0 on AVX2),
      * those matrices are copied into it after load (laya_model_wait_ready) and the file's pages are
      * released: the copy takes the matrices' size in private memory, and decoding gets faster (the
      * bundled model 0.70 -> 0.55 ms a step here). The logits are the same bits either way. -1: every

@@ -637,7 +637,8 @@ static uint32_t pack_type(const laya_model *m, const lm_mat *w) {
 }
 
 /* Starts copying every matrix of a type the kernel table asks for packed (kn_ops.packs: on AVX-512 Q8_0,
- * Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K and Q6_K; on AVX2 the six 32-element types) of the layers and the output layer into the kernels' P16 order, on a thread of its own, into one
+ * Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K and Q6_K; on AVX-VNNI the six 32-element types, on AVX2 those
+ * but Q8_0) of the layers and the output layer into the kernels' P16 order, on a thread of its own, into one
  * anonymous map with transparent huge pages asked for (a 0.5B step streams 300-550 MB); load does not wait for it (laya_model_wait_ready does). The token embedding keeps
  * its rows in the file (when the output layer is tied to it, only the output layer's copy is packed, and
  * the lookups read the packed copy once it is there). Best effort: without the memory or a thread the

@@ -189,6 +189,74 @@ INLINE void mm_float(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *a
     }
 }
 
+/* ---------------------------------------------------------------- Q8_0 rows x q8_0 (without AVX-VNNI) */
+
+#ifndef KN_AVXVNNI
+/* Without vpdpbusd the table keeps Q8_0 matrices as the file has them and reads them a row at a time:
+ * each block's 32 signed q go into maddubs as |q| against the activations with q's sign, one madd, one
+ * convert and one fma per block and activation row, in eight float lanes summed at the end. Packed
+ * (P16), the signed bytes cost a sign, a maddubs, a madd and an add per four elements and activation row
+ * on eight rows at a time, and that measured slower: 0.5B Q8_0 B=1 11.7-12.7 ms here against 16.0-19.7
+ * packed (docs/PERFORMANCE.md, eighth session). */
+#define NBC 512 /* blocks per K chunk: per tile, the activation scales as floats (8 KB of stack) */
+
+INLINE void q8_tile(int nb, const uint8_t *w, const uint8_t *const *a, const float *da, int64_t nk, float *res) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[TB];
+#pragma GCC unroll 4
+    for (int b = 0; b < nb; b++) acc[b] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nk; i++) {
+        const block_q8_0 *p = (const block_q8_0 *)w + i;
+        _mm_prefetch((const char *)p + PREFETCH, _MM_HINT_T0);
+        const __m256i wv = _mm256_loadu_si256((const __m256i *)p->qs), wu = _mm256_sign_epi8(wv, wv);
+        const __m256 dwv = _mm256_set1_ps(_cvtsh_ss(p->d));
+#pragma GCC unroll 4
+        for (int b = 0; b < nb; b++) {
+            const __m256i av = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)((const block_q8_0 *)a[b] + i)->qs), wv);
+            const __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(wu, av), ones);
+            acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dwv, _mm256_broadcast_ss(&da[b * NBC + i])), acc[b]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int b = 0; b < nb; b++) res[b] = hsum_ps(acc[b]);
+}
+
+static void mm_q8_row(const uint8_t *W, size_t wrb, const uint8_t *act, size_t arb, int B, int64_t K, int64_t r0,
+                      int64_t r1, float *y, size_t ldy) {
+    const int64_t nb_k = K / 32;
+    float da[TB * NBC];
+    int64_t rc = row_chunk(wrb, B, r1 - r0, 1);
+    for (int64_t c0 = r0; c0 < r1; c0 += rc) {
+        int64_t c1 = LAYA_MIN(r1, c0 + rc);
+        for (int b0 = 0; b0 < B; b0 += TB) {
+            int nb = LAYA_MIN(TB, B - b0);
+            for (int64_t k0 = 0; k0 < nb_k; k0 += NBC) {
+                int64_t nk = LAYA_MIN(NBC, nb_k - k0);
+                const uint8_t *a[TB];
+                for (int t = 0; t < nb; t++) {
+                    a[t] = act + (size_t)(b0 + t) * arb + (size_t)k0 * sizeof(block_q8_0);
+                    for (int64_t i = 0; i < nk; i++) da[t * NBC + i] = _cvtsh_ss(((const block_q8_0 *)a[t] + i)->d);
+                }
+                for (int64_t r = c0; r < c1; r++) {
+                    const uint8_t *w = W + (size_t)r * wrb + (size_t)k0 * sizeof(block_q8_0);
+                    float res[TB];
+                    switch (nb) {
+                    case 1: q8_tile(1, w, a, da, nk, res); break;
+                    case 2: q8_tile(2, w, a, da, nk, res); break;
+                    case 3: q8_tile(3, w, a, da, nk, res); break;
+                    default: q8_tile(4, w, a, da, nk, res); break;
+                    }
+                    for (int t = 0; t < nb; t++) {
+                        float *yp = y + (size_t)(b0 + t) * ldy + (size_t)r;
+                        *yp = k0 > 0 ? *yp + res[t] : res[t];
+                    }
+                }
+            }
+        }
+    }
+}
+#endif
+
 /* ---------------------------------------------------------------- 32-element blocks packed at load (P16) */
 
 /* The P16 layout (kernels.h) read 8 rows at a time: the low 32 bytes of each 64-byte vector are rows
@@ -207,8 +275,9 @@ INLINE void mm_float(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *a
  * Float order, per output: the AVX-512 table's P16 kernel's, on purpose: each block's exact integer dot
  * times dw * da by fma into the chain of the even or the odd blocks, and every P2_KB blocks from block 0
  * the running sum gets even + odd. So the avx2, avxvnni and avx512 tables give these matrices the same
- * bits (tests/test_kernels.c checks it where they run; attention and the activation functions still
- * round in each table's own way, so whole-model logits differ in their last bits). */
+ * bits (plain AVX2 keeps Q8_0 in rows, mm_q8_row, so for it only avxvnni and avx512 agree;
+ * tests/test_kernels.c checks it where they run; attention and the activation functions still round in
+ * each table's own way, so whole-model logits differ in their last bits). */
 #ifdef KN_AVXVNNI
 #define P2_VNNI 1
 #else
@@ -1013,7 +1082,11 @@ static void avx2_matmul(uint32_t wtype, const void *W, size_t w_row_bytes, const
     case QT_F16: mm_float(QT_F16, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
     case QT_BF16: mm_float(QT_BF16, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
 #define KQ(t) mm_k(t, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy)
+#ifndef KN_AVXVNNI
+    case QT_Q8_0: mm_q8_row(W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
+#else
     case QT_Q8_0:
+#endif
     case QT_Q4_0:
     case QT_Q4_1:
     case QT_Q5_0:
@@ -1252,6 +1325,11 @@ static void avx2_attn_qk(const float *q, size_t q_stride, int nh, const float *k
 }
 
 #ifdef KN_AVXVNNI
+#define P2_PACKS (KN_PACKS(QT_Q8_0) | KN_PACKS(QT_Q4_0) | KN_PACKS(QT_Q4_1) | KN_PACKS(QT_Q5_0) | KN_PACKS(QT_Q5_1) | KN_PACKS(QT_IQ4_NL))
+#else /* Q8_0 stays in the file's rows (mm_q8_row) */
+#define P2_PACKS (KN_PACKS(QT_Q4_0) | KN_PACKS(QT_Q4_1) | KN_PACKS(QT_Q5_0) | KN_PACKS(QT_Q5_1) | KN_PACKS(QT_IQ4_NL))
+#endif
+#ifdef KN_AVXVNNI
 const kn_ops kn_avxvnni_ops = {"avxvnni",
 #else
 const kn_ops kn_avx2_ops = {"avx2",
@@ -1259,5 +1337,4 @@ const kn_ops kn_avx2_ops = {"avx2",
                             avx2_quantize_act, avx2_matmul, avx2_dot_f32, avx2_axpy_f32, avx2_matmul_mlx,
                             avx2_exp_sum, avx2_attn_v,
                             avx2_attn_qk, avx2_silu_mul,
-                            KN_PACKS(QT_Q8_0) | KN_PACKS(QT_Q4_0) | KN_PACKS(QT_Q4_1) | KN_PACKS(QT_Q5_0) |
-                                KN_PACKS(QT_Q5_1) | KN_PACKS(QT_IQ4_NL)};
+                            P2_PACKS};
