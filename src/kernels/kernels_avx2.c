@@ -681,20 +681,7 @@ static void mm_p2_src(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *
             kn_pack(pt, W + (size_t)(16 * p) * wrb + (size_t)k0 * bsz, wrb, rows, 32 * kn, 0, 1, wbuf);
             for (int b0 = 0; b0 < B; b0 += P2_B) {
                 const int nb = LAYA_MIN(P2_B, B - b0);
-                for (int b = 0; b < nb; b++) {
-                    int8_t *qs = (int8_t *)(abuf + (size_t)b * sarb);
-                    float *ds = (float *)(qs + kn * 32), *dsum = (float *)((int32_t *)(ds + kn) + 2 * kn);
-                    int32_t *c4 = (int32_t *)(ds + kn), *c8 = c4 + kn;
-                    for (int i = 0; i < kn; i++) {
-                        const uint8_t *ab = act + (size_t)(b0 + b) * arb + (size_t)(k0 + i) * absz;
-                        const int8_t *aq = p2_min(pt) ? ((const block_q8_s *)ab)->qs : ((const block_q8_0 *)ab)->qs;
-                        int sum = 0;
-                        memcpy(qs + 32 * i, aq, 32);
-                        for (int j = 0; j < 32; j++) sum += aq[j];
-                        ds[i] = _cvtsh_ss(*(const qt_half *)ab);
-                        c4[i] = -8 * sum, c8[i] = -128 * sum, dsum[i] = ds[i] * (float)sum;
-                    }
-                }
+                p2_regroup(act + (size_t)b0 * arb + (size_t)k0 * absz, arb, absz, nb, kn, abuf, sarb);
                 __m256 run[2 * P2_B];
                 switch (pt) {
                 case KN_P16_Q4_0: p2_tile_nb(KN_P16_Q4_0, nb, wbuf, kn, 0, kn, abuf, sarb, run); break;
