@@ -318,6 +318,15 @@ INLINE __m256i bcast4(const int8_t *p) {
  * bytes 4t.. (q + 128; signed q without vpdpbusd); for the nibble types the low nibbles of vector t for
  * t < 4 and the high ones of vector t - 4 (elements 16 + 4(t - 4) = 4t on), the Q5 types with bit 4 from
  * vector 4 (kernels.h), IQ4_NL's levels (+ 128 for vpdpbusd). */
+/* IQ4_NL's levels of 32 nibbles (+ 128 as unsigned bytes for vpdpbusd, signed for maddubs). */
+INLINE __m256i p2_iq4_levels(__m256i nib) {
+#if P2_VNNI
+    return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_load_si128((const __m128i *)g_iq4nl_u8)), nib);
+#else
+    return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)kIQ4NL)), nib);
+#endif
+}
+
 INLINE __m256i p2_wvec(uint32_t pt, const uint8_t *v, int t) {
     if (pt == KN_P16_Q8_0) {
         __m256i x = _mm256_load_si256((const __m256i *)(v + 64 * t));
@@ -330,26 +339,24 @@ INLINE __m256i p2_wvec(uint32_t pt, const uint8_t *v, int t) {
         w = _mm256_or_si256(w, _mm256_and_si256(t < 4 ? _mm256_srli_epi32(H, t) : _mm256_slli_epi32(H, 8 - t),
                                                 _mm256_set1_epi8(16)));
     }
-    if (pt == KN_P16_IQ4_NL) {
-#if P2_VNNI
-        w = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_load_si128((const __m128i *)g_iq4nl_u8)), w);
-#else
-        w = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)kIQ4NL)), w);
-#endif
-    }
-    return w;
+    return pt == KN_P16_IQ4_NL ? p2_iq4_levels(w) : w;
 }
 
-/* One weight vector t into one activation row's integer sums s[0], s[1]. */
+/* Weight vector t (wu: |w| for the signed types) against one activation row's four bytes a, into that
+ * row's integer sums s[0], s[1]. */
+INLINE void p2_step(uint32_t pt, __m256i *s, int t, __m256i w, __m256i wu, __m256i a) {
 #if P2_VNNI
-#define P2_STEP(s, t, w, wu, a) ((void)(wu), (s)[(t) & 1] = _mm256_dpbusd_avx_epi32((s)[(t) & 1], (w), (a)))
+    (void)pt, (void)wu;
+    s[t & 1] = _mm256_dpbusd_avx_epi32(s[t & 1], w, a);
 #else
-#define P2_STEP(s, t, w, wu, a)                                                                                   \
-    (p2_signed(pt) /* int32: |w| * a pairs reach 2 * 128 * 127 */                                                 \
-         ? ((s)[0] = _mm256_add_epi32((s)[0], _mm256_madd_epi16(_mm256_maddubs_epi16((wu), _mm256_sign_epi8((a), (w))), ones))) \
-         /* eight (Q5: four) pair sums of at most 2 * 15 * 127 (2 * 31 * 127) fit an int16 */                     \
-         : ((s)[q5 ? (t) / 4 : 0] = _mm256_add_epi16((s)[q5 ? (t) / 4 : 0], _mm256_maddubs_epi16((w), (a)))))
+    if (p2_signed(pt)) /* int32: |w| * a pairs reach 2 * 128 * 127 */
+        s[0] = _mm256_add_epi32(s[0], _mm256_madd_epi16(_mm256_maddubs_epi16(wu, _mm256_sign_epi8(a, w)), _mm256_set1_epi16(1)));
+    else if (pt == KN_P16_Q5_0 || pt == KN_P16_Q5_1) /* four pair sums of at most 2 * 31 * 127 fit an int16 */
+        s[t / 4] = _mm256_add_epi16(s[t / 4], _mm256_maddubs_epi16(w, a));
+    else /* eight of at most 2 * 15 * 127 */
+        s[0] = _mm256_add_epi16(s[0], _mm256_maddubs_epi16(w, a));
 #endif
+}
 
 /* Block i's eight weight vectors w (as p2_wvec gives them), scales dw and minimums mw against nb
  * activation rows, into chain[b]: the rows' exact integer dot products (one per lane; with vpdpbusd two
@@ -358,9 +365,6 @@ INLINE __m256i p2_wvec(uint32_t pt, const uint8_t *v, int t) {
  * to keep fewer registers live, measured the same.) */
 INLINE void p2_rows_dot(uint32_t pt, int nb, const __m256i *w, __m256 dw, __m256 mw, const p2_act *A, int64_t i,
                         __m256 *chain) {
-    const int q5 = pt == KN_P16_Q5_0 || pt == KN_P16_Q5_1;
-    const __m256i ones = _mm256_set1_epi16(1);
-    (void)q5, (void)ones;
     __m256i s[P2_B][2]; /* vpdpbusd: two chains; maddubs int16: Q5 elements 0-15 and 16-31; signed: [0] */
 #pragma GCC unroll 4
     for (int b = 0; b < nb; b++) s[b][0] = s[b][1] = _mm256_setzero_si256();
@@ -370,15 +374,16 @@ INLINE void p2_rows_dot(uint32_t pt, int nb, const __m256i *w, __m256 dw, __m256
 #pragma GCC unroll 4
     for (int b = 0; b < nb; b++)
 #pragma GCC unroll 8
-        for (int t = 0; t < 8; t++) P2_STEP(s[b], t, w[t], wu[t], bcast4(A->qa[b] + (size_t)i * 32 + 4 * t));
+        for (int t = 0; t < 8; t++) p2_step(pt, s[b], t, w[t], wu[t], bcast4(A->qa[b] + (size_t)i * 32 + 4 * t));
 #pragma GCC unroll 4
     for (int b = 0; b < nb; b++) {
         __m256i sum;
 #if P2_VNNI
         sum = _mm256_add_epi32(s[b][0], s[b][1]);
 #else
+        const __m256i ones = _mm256_set1_epi16(1);
         if (p2_signed(pt)) sum = s[b][0];
-        else if (q5) sum = _mm256_add_epi32(_mm256_madd_epi16(s[b][0], ones), _mm256_madd_epi16(s[b][1], ones));
+        else if (pt == KN_P16_Q5_0 || pt == KN_P16_Q5_1) sum = _mm256_add_epi32(_mm256_madd_epi16(s[b][0], ones), _mm256_madd_epi16(s[b][1], ones));
         else sum = _mm256_madd_epi16(s[b][0], ones);
 #endif
         /* the unsigned weights' offsets: Q4_0 q + 8, Q5_0 q + 16, with vpdpbusd Q8_0 / IQ4_NL + 128 */
@@ -436,7 +441,7 @@ INLINE void p2_tr4(const uint8_t *const *row, size_t off, __m256i *x) {
 
 /* The source types the kernel reads straight from their rows (the Q5 types' high bits would need the
  * P16 bit order built per block, so those are packed on the stack instead), and their block bytes. */
-INLINE int p2_direct(uint32_t wt) { return wt == QT_Q8_0 || wt == QT_Q4_0 || wt == QT_Q4_1 || wt == QT_IQ4_NL; }
+INLINE int p2_direct(uint32_t wt) { return (P2_VNNI && wt == QT_Q8_0) || wt == QT_Q4_0 || wt == QT_Q4_1 || wt == QT_IQ4_NL; }
 INLINE size_t p2_src_bytes(uint32_t wt) {
     return wt == QT_Q8_0 ? sizeof(block_q8_0) : wt == QT_Q4_1 ? sizeof(block_q4_1) : sizeof(block_q4_0);
 }
@@ -465,14 +470,7 @@ INLINE void p2_block_rows(uint32_t wt, int nb, const uint8_t *const *row, __m256
 #pragma GCC unroll 4
         for (int t = 0; t < 4; t++) {
             w[t] = _mm256_and_si256(x[t], m4), w[4 + t] = _mm256_and_si256(_mm256_srli_epi16(x[t], 4), m4);
-            if (wt == QT_IQ4_NL) {
-#if P2_VNNI
-                const __m256i lut = _mm256_broadcastsi128_si256(_mm_load_si128((const __m128i *)g_iq4nl_u8));
-#else
-                const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)kIQ4NL));
-#endif
-                w[t] = _mm256_shuffle_epi8(lut, w[t]), w[4 + t] = _mm256_shuffle_epi8(lut, w[4 + t]);
-            }
+            if (wt == QT_IQ4_NL) w[t] = p2_iq4_levels(w[t]), w[4 + t] = p2_iq4_levels(w[4 + t]);
         }
     }
     /* each lane's first 32 bits of its block: d, and Q4_1's m above it; packed to 8 fp16 each */
@@ -488,7 +486,7 @@ INLINE void p2_block_rows(uint32_t wt, int nb, const uint8_t *const *row, __m256
 INLINE void p2_tile_any(uint32_t pt, uint32_t src, const uint8_t *const *rows, int hmask, int nb, const uint8_t *P,
                         int64_t nbk, int64_t k0, int64_t k1, const uint8_t *act, size_t arb, __m256 *run) {
     const size_t qbytes = (size_t)p2_qv(pt) * 64;
-    const uint8_t *S = P + (size_t)nbk * qbytes, *M = S + ((size_t)nbk * 32 + 63) / 64 * 64;
+    const uint8_t *S = src ? NULL : P + (size_t)nbk * qbytes, *M = src ? NULL : S + ((size_t)nbk * 32 + 63) / 64 * 64;
     p2_act A;
 #pragma GCC unroll 4
     for (int b = 0; b < nb; b++) {
@@ -647,7 +645,9 @@ static void mm_p2_rows(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t 
                 __m256 run[2 * P2_B];
                 switch (wt * 8 + nb) {
 #define P2R(t, n) case t * 8 + n: p2_tile_any(kn_p16_type(t), t, rows, hmask, n, NULL, kn, 0, kn, abuf, sarb, run); break
+#if P2_VNNI
                 P2R(QT_Q8_0, 1); P2R(QT_Q8_0, 2); P2R(QT_Q8_0, 3); P2R(QT_Q8_0, 4);
+#endif
                 P2R(QT_Q4_0, 1); P2R(QT_Q4_0, 2); P2R(QT_Q4_0, 3); P2R(QT_Q4_0, 4);
                 P2R(QT_Q4_1, 1); P2R(QT_Q4_1, 2); P2R(QT_Q4_1, 3); P2R(QT_Q4_1, 4);
                 P2R(QT_IQ4_NL, 1); P2R(QT_IQ4_NL, 2); P2R(QT_IQ4_NL, 3); P2R(QT_IQ4_NL, 4);
@@ -660,7 +660,7 @@ static void mm_p2_rows(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t 
     }
 }
 
-/* Matrices of those types that were not packed at load (LAYA_PACK=0, or no memory for the copy), with
+/* Q5_0 / Q5_1 matrices that were not packed at load (the other types: mm_p2_rows), with
  * their own activation formats (block_q8_0 / block_q8_s): each 16-row panel is packed here P2_KB blocks
  * of K at a time into a stack buffer, the activations of up to P2_B rows regrouped into the q8 split
  * format of those blocks, and both go through the P16 kernel. Each piece is one of that kernel's float
@@ -672,7 +672,7 @@ static void mm_p2_src(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *
     const int64_t nbk = K / 32;
     const size_t bsz = (size_t)qt_get(wt)->bytes, absz = p2_min(pt) ? sizeof(block_q8_s) : sizeof(block_q8_0);
     const size_t sarb = P2_KB * (32 + 16); /* one piece's q8 split row */
-    uint8_t wbuf[P2_KB * 8 * 64 + 2 * P2_KB * 32] __attribute__((aligned(64)));
+    uint8_t wbuf[P2_KB * 5 * 64 + 2 * P2_KB * 32] __attribute__((aligned(64))); /* the Q5 types: 5 vectors */
     uint8_t abuf[P2_B * P2_KB * (32 + 16)] __attribute__((aligned(32)));
     for (int64_t p = r0 / 16; p < (r1 + 15) / 16; p++) {
         const int64_t rows = LAYA_MIN(r1, 16 * p + 16) - 16 * p;
@@ -683,14 +683,8 @@ static void mm_p2_src(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *
                 const int nb = LAYA_MIN(P2_B, B - b0);
                 p2_regroup(act + (size_t)b0 * arb + (size_t)k0 * absz, arb, absz, nb, kn, abuf, sarb);
                 __m256 run[2 * P2_B];
-                switch (pt) {
-                case KN_P16_Q4_0: p2_tile_nb(KN_P16_Q4_0, nb, wbuf, kn, 0, kn, abuf, sarb, run); break;
-                case KN_P16_Q4_1: p2_tile_nb(KN_P16_Q4_1, nb, wbuf, kn, 0, kn, abuf, sarb, run); break;
-                case KN_P16_Q5_0: p2_tile_nb(KN_P16_Q5_0, nb, wbuf, kn, 0, kn, abuf, sarb, run); break;
-                case KN_P16_Q5_1: p2_tile_nb(KN_P16_Q5_1, nb, wbuf, kn, 0, kn, abuf, sarb, run); break;
-                case KN_P16_IQ4_NL: p2_tile_nb(KN_P16_IQ4_NL, nb, wbuf, kn, 0, kn, abuf, sarb, run); break;
-                default: p2_tile_nb(KN_P16_Q8_0, nb, wbuf, kn, 0, kn, abuf, sarb, run); break;
-                }
+                if (pt == KN_P16_Q5_0) p2_tile_nb(KN_P16_Q5_0, nb, wbuf, kn, 0, kn, abuf, sarb, run);
+                else p2_tile_nb(KN_P16_Q5_1, nb, wbuf, kn, 0, kn, abuf, sarb, run);
                 p2_store(run, nb, p, r0, r1, y + (size_t)b0 * ldy, ldy, k0 > 0);
             }
         }
