@@ -580,6 +580,7 @@ static void test_invariance(void) {
                 if (k_q8[ki] > 2080 && Bs[bi] > 17) continue; /* keeps the run short */
                 check_invariance(q ? QT_Q8_0 : QT_Q4_0, k_q8[ki], 37, Bs[bi]);
             }
+    check_invariance(QT_Q8_0, 16480, 37, 9); /* more than one 512-block chunk of the AVX2 Q8_0 kernels */
     check_invariance(QT_F32, 100, 19, 13);
     check_invariance(QT_F16, 512, 19, 17);
     check_invariance(QT_BF16, 96, 19, 9);
