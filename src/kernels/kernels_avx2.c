@@ -274,9 +274,6 @@ __attribute__((noinline)) static void mm_q8_batch(const uint8_t *W, size_t wrb, 
         int64_t c1 = LAYA_MIN(r1, c0 + rc);
         for (int64_t k0 = 0; k0 < nb_k; k0 += NBC) {
             int64_t nk = LAYA_MIN(NBC, nb_k - k0);
-            for (int64_t r = c0; r < c1; r++)
-                for (int64_t i = 0; i < nk; i++)
-                    dwf[(r - c0) * nk + i] = _cvtsh_ss(((const block_q8_0 *)(W + (size_t)r * wrb) + k0 + i)->d);
             for (int b0 = 0; b0 < B; b0 += TB) {
                 int nb = LAYA_MIN(TB, B - b0);
                 const uint8_t *a[TB];
@@ -288,7 +285,13 @@ __attribute__((noinline)) static void mm_q8_batch(const uint8_t *W, size_t wrb, 
                 for (int64_t r = c0; r < c1; r += 2) {
                     /* an odd last row is paired with itself (computed twice, stored once) */
                     const int64_t rr = LAYA_MIN(r + 1, c1 - 1);
-                    const float *d0 = dwf + (r - c0) * nk, *d1 = dwf + (rr - c0) * nk;
+                    float *d0 = dwf + (r - c0) * nk, *d1 = dwf + (rr - c0) * nk;
+                    /* the first tile converts the weight scales as it reaches the rows (a pass of its own
+                     * ahead of the tiles would read the chunk from memory with nothing to overlap) */
+                    for (int64_t i = 0; b0 == 0 && i < nk; i++) {
+                        d0[i] = _cvtsh_ss(((const block_q8_0 *)(W + (size_t)r * wrb) + k0 + i)->d);
+                        d1[i] = _cvtsh_ss(((const block_q8_0 *)(W + (size_t)rr * wrb) + k0 + i)->d);
+                    }
                     for (int64_t i = 0; i < nk; i++) {
                         const __m128 dv = _mm_load_ps(da4 + i * TB);
                         _mm_store_ps(sc + i * 2 * TB, _mm_mul_ps(_mm_set1_ps(d0[i]), dv));
