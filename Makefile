@@ -14,7 +14,7 @@ ifneq (,$(findstring x86_64,$(ARCH)))
 LIB_SRC += src/kernels/kernels_avx2.c src/kernels/kernels_avxvnni.c src/kernels/kernels_avx512.c
 endif
 ifneq (,$(findstring aarch64,$(ARCH)))
-LIB_SRC += src/kernels/kernels_neon.c
+LIB_SRC += src/kernels/kernels_neon.c src/kernels/kernels_neondot.c
 endif
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 
@@ -26,6 +26,7 @@ all: $(BUILD)/laya $(BUILD)/liblaya.a $(BUILD)/liblaya.so
 # Per-file ISA flags: intrinsics only in these files; the dispatcher picks one at run time.
 $(BUILD)/src/kernels/kernels_avx2.o: CFLAGS += -mavx2 -mfma -mf16c
 $(BUILD)/src/kernels/kernels_avxvnni.o: CFLAGS += -mavx2 -mfma -mf16c -mavxvnni
+$(BUILD)/src/kernels/kernels_neondot.o: CFLAGS += -march=armv8.2-a+dotprod
 $(BUILD)/src/kernels/kernels_avx512.o: CFLAGS += -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx2 -mfma -mf16c
 
 $(BUILD)/%.o: %.c

@@ -148,7 +148,7 @@ static const int *Bs = g_bs_05b;
 
 /* Times every selected table on one variant and shape, printing a line per batch size. */
 static void bench_shape(const variant *v, int64_t N, int64_t K, const char *only) {
-    static const char *const names[] = {"scalar", "avx2", "avxvnni", "avx512", "neon"};
+    static const char *const names[] = {"scalar", "avx2", "avxvnni", "avx512", "neon", "neondot"};
     size_t wrb, arb, sbs = v->sbt == QT_F32 ? 4 : 2, sb_bytes = 0;
     if (v->bits) {
         if (K % v->group) return;

@@ -209,7 +209,7 @@ LAYA_API laya_status laya_annotate_file(const char *in_path, const char *out_pat
 LAYA_API laya_status laya_convert(const char *model_dir, const char *out_path, const char *type, char *err,
                                   size_t errlen);
 
-/* The CPU kernel set chosen at run time: "avx512", "avxvnni", "avx2", "neon" or "scalar". */
+/* The CPU kernel set chosen at run time: "avx512", "avxvnni", "avx2", "neondot", "neon" or "scalar". */
 LAYA_API const char *laya_cpu_backend(void);
 
 /* ---------------------------------------------------------------------------------------------------

@@ -974,7 +974,7 @@ static void test_dispatch(void) {
 }
 
 int main(void) {
-    static const char *const names[] = {"avx2", "avxvnni", "avx512", "neon"};
+    static const char *const names[] = {"avx2", "avxvnni", "avx512", "neon", "neondot"};
     /* kn_best caches its first answer, so the override is checked before anything else asks */
     setenv("LAYA_KERNELS", "scalar", 1);
     CHECK(kn_best() == &kn_ref_ops, "LAYA_KERNELS=scalar forces the reference table");

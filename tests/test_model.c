@@ -89,7 +89,7 @@ static void check_roundtrip(const laya_model *m) {
  * difference is 0; the bound leaves room for none of that. */
 static void check_batch_vs_steps(laya_model *m) {
     enum { N = 40 };
-    static const char *const names[] = {"scalar", "avx2", "avxvnni", "avx512", "neon"};
+    static const char *const names[] = {"scalar", "avx2", "avxvnni", "avx512", "neon", "neondot"};
     const char *text = "<|endoftext|><|prose|>Thank you for your help with the report yesterday. I will send the "
                        "final version to the whole team before the meeting on Friday, and then we can discuss the "
                        "remaining questions about the budget.";

@@ -20,6 +20,9 @@
 #ifndef HWCAP_ASIMD
 #define HWCAP_ASIMD (1 << 1)
 #endif
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20)
+#endif
 #endif
 
 size_t kn_act_row_bytes(uint32_t wtype, int64_t K) {
@@ -346,6 +349,9 @@ const kn_ops *kn_by_name(const char *name) {
 #endif
 #ifdef KN_ARM
     if (!strcmp(name, "neon")) return (getauxval(AT_HWCAP) & HWCAP_ASIMD) ? &kn_neon_ops : NULL;
+    if (!strcmp(name, "neondot"))
+        return (getauxval(AT_HWCAP) & (HWCAP_ASIMD | HWCAP_ASIMDDP)) == (HWCAP_ASIMD | HWCAP_ASIMDDP) ? &kn_neondot_ops
+                                                                                                 : NULL;
 #endif
     return NULL;
 }
@@ -358,7 +364,7 @@ const kn_ops *kn_best(void) {
     if (k) return k;
     const char *env = getenv("LAYA_KERNELS");
     if (env && *env) k = kn_by_name(env);
-    static const char *const order[] = {"avx512", "avxvnni", "avx2", "neon"};
+    static const char *const order[] = {"avx512", "avxvnni", "avx2", "neondot", "neon"};
     for (size_t i = 0; !k && i < sizeof order / sizeof *order; i++) k = kn_by_name(order[i]);
     if (!k) k = &kn_ref_ops;
     g_best = k;

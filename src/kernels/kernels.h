@@ -146,7 +146,7 @@ typedef struct kn_ops {
 } kn_ops;
 
 /* The best table this CPU supports (cached after the first call; thread-safe). The environment variable
- * LAYA_KERNELS=scalar|avx2|avxvnni|avx512|neon forces one (ignored if the CPU lacks it). */
+ * LAYA_KERNELS=scalar|avx2|avxvnni|avx512|neon|neondot forces one (ignored if the CPU lacks it). */
 const kn_ops *kn_best(void);
 /* A named table, or NULL if not compiled in or not supported by this CPU. */
 const kn_ops *kn_by_name(const char *name);
@@ -160,6 +160,7 @@ extern const kn_ops kn_avx512_ops;
 #endif
 #if defined(__aarch64__)
 extern const kn_ops kn_neon_ops;
+extern const kn_ops kn_neondot_ops;
 #endif
 
 #endif

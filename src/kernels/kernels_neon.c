@@ -1,6 +1,10 @@
-/* kernels_neon.c — the kernel table for aarch64 (NEON is part of the base architecture). Plain NEON only:
- * widening multiplies (smull/smlal2) and pairwise adds, no dotprod (sdot), so it runs on every ARMv8 core;
- * an sdot path behind a getauxval check is the obvious next step. Must match kernels_ref.c. */
+/* kernels_neon.c — the kernel tables for aarch64 (NEON is part of the base architecture). As "neon", plain
+ * NEON only: widening multiplies (smull/smlal2) and pairwise adds, so it runs on every ARMv8 core.
+ * kernels_neondot.c compiles this file again with KN_NEON_DOT and the dot product extension (ARMv8.2
+ * dotprod: Cortex-A55/A75 and later, every phone core since about 2018, Apple M1), as the "neondot" table:
+ * one sdot per 16 byte products in place of three instructions (kernels.c checks HWCAP_ASIMDDP). The
+ * integer sums stay exact; their lanes group other products, so the two tables' float bits differ, each
+ * batch-invariant. Must match kernels_ref.c. */
 #include <math.h>
 #include <arm_neon.h>
 #include <string.h>
@@ -168,14 +172,23 @@ INLINE size_t blk_bytes(uint32_t wt) {
 }
 
 /* fcvt: exact, the value fp16_to_f32 gives, without its branches. */
-INLINE float h2f(qt_half h) { return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0); }
+INLINE float h2f(qt_half h) {
+    __fp16 v;
+    memcpy(&v, &h, sizeof v);
+    return (float)v; /* one scalar fcvt */
+}
 
-/* 16 signed byte products summed into four int32 lanes. smull + smlal2 put two products in each 16-bit
- * lane: at most 2 * 128 * 127, exact, because activations never hold -128. */
+/* 16 signed byte products summed into four int32 lanes. sdot: lane j gets bytes 4j..4j+3. Otherwise smull
+ * + smlal2 put two products in each 16-bit lane (bytes j and j + 8: at most 2 * 128 * 127, exact, because
+ * activations never hold -128) and the pairwise add takes two of those per lane. */
 INLINE int32x4_t dot16(int8x16_t w, int8x16_t a, int32x4_t acc) {
+#ifdef KN_NEON_DOT
+    return vdotq_s32(acc, w, a);
+#else
     int16x8_t p = vmull_s8(vget_low_s8(w), vget_low_s8(a));
     p = vmlal_high_s8(p, w, a);
     return vpadalq_s16(acc, p);
+#endif
 }
 
 /* Each byte of v shifted left by `by` (right when negative), then masked: moves a bit field in place. */
@@ -229,6 +242,8 @@ INLINE void q8_tile(uint32_t wt, int nb, const uint8_t *w, const uint8_t *const 
         int8x16_t w0, w1;
         float dw, mw;
         q32_block(wt, w, i, &w0, &w1, &dw, &mw);
+        /* unrolled, so the tile's accumulators stay in registers */
+#pragma GCC unroll 4
         for (int b = 0; b < nb; b++) {
             const block_q8_0 *a0 = (const block_q8_0 *)a[b] + i;
             const block_q8_s *as = (const block_q8_s *)a[b] + i;
@@ -759,6 +774,12 @@ static void neon_attn_qk(const float *q, size_t q_stride, int nh, const float *k
     kn_scale_max(s, s_stride, nh, npos, scale, mx);
 }
 
-const kn_ops kn_neon_ops = {"neon", neon_quantize_act, neon_matmul, neon_dot_f32, neon_axpy_f32, neon_matmul_mlx,
-                            neon_exp_sum, neon_attn_v,
-                            neon_attn_qk, neon_silu_mul, 0};
+#ifdef KN_NEON_DOT
+#define NEON_TABLE kn_neondot_ops
+#define NEON_NAME "neondot"
+#else
+#define NEON_TABLE kn_neon_ops
+#define NEON_NAME "neon"
+#endif
+const kn_ops NEON_TABLE = {NEON_NAME,    neon_quantize_act, neon_matmul,   neon_dot_f32,  neon_axpy_f32, neon_matmul_mlx,
+                           neon_exp_sum, neon_attn_v,       neon_attn_qk,  neon_silu_mul, 0};
