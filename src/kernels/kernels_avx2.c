@@ -229,7 +229,7 @@ INLINE void q8_tile(int nb, const uint8_t *w, const uint8_t *const *a, const flo
  * same NBC chunks), so the bits are those of the decode path: batch invariance (kernels.h). The loop is
  * bound by about two vector operations per cycle here, and this takes one of six per block and activation
  * row out of it: on this Zen 5, one thread, a 0.5B model's matrices at B = 64 and 512 take 8-14 % less
- * time (B = 8: 4 %; /tmp driver alternating both versions in one process). */
+ * time, at B = 8 between 6 % more and 5 % less (docs/PERFORMANCE.md, ninth session). */
 #define Q8_DWF (ROW_CHUNK_BYTES / sizeof(block_q8_0) + 2 * NBC) /* chunk rows x blocks, with rounding */
 
 INLINE void q8_tile2(int nb, const uint8_t *w0, const uint8_t *w1, const uint8_t *const *a, const float *sc,
