@@ -349,9 +349,10 @@ const kn_ops *kn_by_name(const char *name) {
 #endif
 #ifdef KN_ARM
     if (!strcmp(name, "neon")) return (getauxval(AT_HWCAP) & HWCAP_ASIMD) ? &kn_neon_ops : NULL;
-    if (!strcmp(name, "neondot"))
-        return (getauxval(AT_HWCAP) & (HWCAP_ASIMD | HWCAP_ASIMDDP)) == (HWCAP_ASIMD | HWCAP_ASIMDDP) ? &kn_neondot_ops
-                                                                                                 : NULL;
+    if (!strcmp(name, "neondot")) {
+        const unsigned long need = HWCAP_ASIMD | HWCAP_ASIMDDP;
+        return (getauxval(AT_HWCAP) & need) == need ? &kn_neondot_ops : NULL;
+    }
 #endif
     return NULL;
 }

@@ -230,7 +230,9 @@ INLINE void q8_tile(int nb, const uint8_t *w, const uint8_t *const *a, const flo
  * bound by about two vector operations per cycle here, and this takes one of six per block and activation
  * row out of it: on this Zen 5, one thread, a 0.5B model's matrices at B = 64 and 512 take 8-14 % less
  * time, at B = 8 between 6 % more and 5 % less (docs/PERFORMANCE.md, ninth session). */
-#define Q8_DWF (ROW_CHUNK_BYTES / sizeof(block_q8_0) + 2 * NBC) /* chunk rows x blocks, with rounding */
+/* dwf's size: a chunk's rows x a K chunk's blocks is at most ROW_CHUNK_BYTES / 34 when row_chunk sizes the
+ * chunk by bytes, and 2 x NBC when rows are so long that it gives its minimum of two */
+#define Q8_DWF (ROW_CHUNK_BYTES / sizeof(block_q8_0) + 2 * NBC)
 
 INLINE void q8_tile2(int nb, const uint8_t *w0, const uint8_t *w1, const uint8_t *const *a, const float *sc,
                      int64_t nk, float res[2][TB]) {
@@ -277,8 +279,8 @@ __attribute__((noinline)) static void mm_q8_batch(const uint8_t *W, size_t wrb, 
             for (int b0 = 0; b0 < B; b0 += TB) {
                 int nb = LAYA_MIN(TB, B - b0);
                 const uint8_t *a[TB];
-                for (int t = 0; t < TB; t++) {
-                    a[t] = act + (size_t)(b0 + LAYA_MIN(t, nb - 1)) * arb + (size_t)k0 * sizeof(block_q8_0);
+                for (int t = 0; t < TB; t++) { /* rows past nb: zero scales (their products go unused) */
+                    if (t < nb) a[t] = act + (size_t)(b0 + t) * arb + (size_t)k0 * sizeof(block_q8_0);
                     for (int64_t i = 0; i < nk; i++)
                         da4[i * TB + t] = t < nb ? _cvtsh_ss(((const block_q8_0 *)a[t] + i)->d) : 0.0f;
                 }
