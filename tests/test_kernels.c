@@ -962,6 +962,68 @@ static void test_nan_act(void) {
     }
 }
 
+/* The activation quantizers take runs of 16 blocks together where a table can (kn_q8_group_fn): every
+ * format, a row of two whole runs and a block more, with blocks at the edges of the rule (all zero, a
+ * lone -0, subnormal scales, scales that round to fp16 infinity or to its largest finite value, values
+ * on rounding ties) must come out byte for byte as the reference's; a run holding NaN or infinity may
+ * go the block way but must not store -128. */
+static void test_act_groups(void) {
+    enum { K = 33 * 32 };
+    float x[K];
+    for (int i = 0; i < K; i++) x[i] = frnd() * 3;
+    for (int j = 0; j < 32; j++) {
+        x[2 * 32 + j] = 0;                                  /* amax 0: d = 0, id = 0 */
+        x[5 * 32 + j] = frnd() * 1e-39f;                    /* subnormal d */
+        x[6 * 32 + j] = frnd() * 1e-33f;                    /* d an fp16 subnormal's neighbourhood */
+        x[7 * 32 + j] = frnd() * 8.3e6f;                    /* d near 65504 */
+        x[8 * 32 + j] = frnd() * 3e7f;                      /* d rounds to fp16 infinity */
+        x[10 * 32 + j] = (float)(j - 16) * 0.5f;            /* x * (1 / d) on ties */
+        x[17 * 32 + j] = frnd() * 1e-20f;
+        x[30 * 32 + j] = (float)(j % 7) - 3;
+    }
+    x[9 * 32] = -0.0f;
+    for (int j = 1; j < 32; j++) x[9 * 32 + j] = 0;
+    x[7 * 32 + 3] = 65504.0f * 127, x[8 * 32 + 4] = 65520.0f * 127;
+    x[5 * 32 + 1] = 0, x[5 * 32 + 2] = -0.0f; /* 0 * (1 / d) = NaN when 1 / d overflows: the rule says 0 */
+    const uint32_t types[] = {QT_Q8_0, QT_Q4_0, QT_Q4_1, QT_Q5_1, QT_IQ4_NL, kn_p16_type(QT_Q4_0),
+                              kn_p16_type(QT_Q4_1), kn_p16_type(QT_Q8_0)};
+    for (size_t t = 0; t < sizeof types / sizeof *types; t++) {
+        for (int64_t k = 512; k <= K; k += K - 512) {
+            size_t ab = kn_act_row_bytes(types[t], k);
+            uint8_t *ref = malloc(ab);
+            uint8_t *got = malloc(ab);
+            kn_ref_ops.quantize_act(types[t], x + K - k, ref, k);
+            for (int tb = 1; tb < g_ntables; tb++) {
+                memset(got, 0x5a, ab);
+                g_tables[tb]->quantize_act(types[t], x + K - k, got, k);
+                CHECK(!memcmp(got, ref, ab), "%s quantize_act of type %#x, K=%lld, edge blocks: not the reference's bytes",
+                      g_tables[tb]->name, (unsigned)types[t], (long long)k);
+            }
+            free(ref);
+            free(got);
+        }
+    }
+    float y[1024];
+    for (int i = 0; i < 1024; i++) y[i] = frnd();
+    y[7] = NAN, y[600] = INFINITY, y[900] = -INFINITY;
+    block_q8_0 q0[32];
+    block_q8_K qk[4], qkr[4];
+    for (int i = 0; i < 256; i++) x[i] = frnd() * 1e-38f; /* a super-block whose 1 / d overflows */
+    x[5] = 0;
+    kn_ref_ops.quantize_act(QT_Q6_K, x, qkr, 256);
+    for (int tb = 1; tb < g_ntables; tb++) {
+        g_tables[tb]->quantize_act(QT_Q6_K, x, qk, 256);
+        CHECK(!memcmp(qk, qkr, sizeof qk[0]), "%s quantize_act Q6_K, 1 / d overflowing: not the reference's bytes",
+              g_tables[tb]->name);
+    }
+    for (int tb = 0; tb < g_ntables; tb++) {
+        g_tables[tb]->quantize_act(QT_Q8_0, y, q0, 1024);
+        int bad = 0;
+        for (int i = 0; i < 1024; i++) bad += q0[i / 32].qs[i % 32] == -128;
+        CHECK(bad == 0, "%s: %d activation bytes are -128 after NaN/inf in a run of 16 blocks", g_tables[tb]->name, bad);
+    }
+}
+
 static void test_dispatch(void) {
     CHECK(kn_by_name("scalar") == &kn_ref_ops, "scalar table");
     CHECK(kn_by_name("nonsense") == NULL && kn_by_name(NULL) == NULL, "unknown table");
@@ -993,6 +1055,7 @@ int main(void) {
     test_attn_v();
     test_attn_qk();
     test_nan_act();
+    test_act_groups();
     test_matmul();
     test_matmul_mlx();
     test_invariance();

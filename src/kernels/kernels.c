@@ -126,22 +126,49 @@ static uint32_t plane_to_qh(uint32_t v) {
     return qh;
 }
 
-int kn_q8_act_row(uint32_t wtype, const float *x, void *xq, int64_t K, kn_q8_block_fn blk) {
+qt_half kn_q8_block_ref(const float *x, int8_t *qs, int *sum) {
+    block_q8_0 b;
+    kn_ref_ops.quantize_act(QT_Q8_0, x, &b, QK8_0);
+    memcpy(qs, b.qs, QK8_0);
+    int s = 0;
+    for (int j = 0; j < QK8_0; j++) s += b.qs[j];
+    if (sum) *sum = s;
+    return b.d;
+}
+
+int kn_q8_act_row(uint32_t wtype, const float *x, void *xq, int64_t K, kn_q8_block_fn blk, kn_q8_group_fn grp) {
     const int64_t nb = K / QK8_0;
-    int sum;
+    int sum, sums[16];
+    qt_half d[16];
+    float dq[16];
     switch (wtype) {
     case QT_Q8_0:
     case QT_Q4_0:
     case QT_Q5_0:
     case QT_IQ4_NL:
-        for (int64_t i = 0; i < nb; i++) ((block_q8_0 *)xq)[i].d = blk(x + 32 * i, ((block_q8_0 *)xq)[i].qs, NULL);
+        for (int64_t i = 0; i < nb;) {
+            block_q8_0 *b = (block_q8_0 *)xq + i;
+            if (grp && nb - i >= 16 && grp(x + 32 * i, b->qs, sizeof *b, d, dq, NULL)) {
+                for (int j = 0; j < 16; j++) b[j].d = d[j];
+                i += 16;
+            } else {
+                b->d = blk(x + 32 * i, b->qs, NULL);
+                i++;
+            }
+        }
         return 1;
     case QT_Q4_1:
     case QT_Q5_1:
-        for (int64_t i = 0; i < nb; i++) {
+        for (int64_t i = 0; i < nb;) {
             block_q8_s *b = (block_q8_s *)xq + i;
-            b->d = blk(x + 32 * i, b->qs, &sum);
-            b->sum = (int16_t)sum;
+            if (grp && nb - i >= 16 && grp(x + 32 * i, b->qs, sizeof *b, d, dq, sums)) {
+                for (int j = 0; j < 16; j++) b[j].d = d[j], b[j].sum = (int16_t)sums[j];
+                i += 16;
+            } else {
+                b->d = blk(x + 32 * i, b->qs, &sum);
+                b->sum = (int16_t)sum;
+                i++;
+            }
         }
         return 1;
     }
@@ -151,9 +178,17 @@ int kn_q8_act_row(uint32_t wtype, const float *x, void *xq, int64_t K, kn_q8_blo
     float *ds = (float *)(qs + nb * QK8_0);
     int32_t *c4 = (int32_t *)(ds + nb), *c8 = c4 + nb;
     float *dsum = (float *)(c8 + nb);
-    for (int64_t i = 0; i < nb; i++) {
-        ds[i] = fp16_to_f32(blk(x + 32 * i, qs + 32 * i, &sum));
-        c4[i] = -8 * sum, c8[i] = -128 * sum, dsum[i] = ds[i] * (float)sum;
+    for (int64_t i = 0; i < nb;) {
+        int n = 1;
+        if (grp && nb - i >= 16 && grp(x + 32 * i, qs + 32 * i, QK8_0, d, dq, sums)) {
+            n = 16;
+        } else {
+            dq[0] = fp16_to_f32(blk(x + 32 * i, qs + 32 * i, &sums[0]));
+        }
+        for (int j = 0; j < n; j++, i++) {
+            ds[i] = dq[j];
+            c4[i] = -8 * sums[j], c8[i] = -128 * sums[j], dsum[i] = ds[i] * (float)sums[j];
+        }
     }
     return 1;
 }

@@ -71,10 +71,20 @@ void kn_p16_block(uint32_t ptype, const void *P, int64_t K, int64_t r, int64_t i
 /* A table's quantizer of one 32-float block to int8 (kernels_ref.c gives the rule every table follows):
  * the quants at qs, the fp16 scale returned, and *sum (if not NULL) the sum of the quants. */
 typedef qt_half (*kn_q8_block_fn)(const float *x, int8_t *qs, int *sum);
+/* The same rule for 16 consecutive blocks (512 floats) at once, where a table can share the work across
+ * blocks: the quants of block j at qs + j * stride, its fp16 scale in d[j] and that scale as a float in
+ * dq[j], the sum of its quants in sum[j] (if sum is not NULL). Returns 0, having written nothing that
+ * counts, where it leaves the group to the block function (a table may decline input it does not
+ * handle, such as NaN). */
+typedef int (*kn_q8_group_fn)(const float *x, int8_t *qs, size_t stride, qt_half d[16], float dq[16], int sum[16]);
+/* The reference's quantizer of one block (kn_q8_block_fn), for the SIMD tables' rare case: a scale so
+ * small that 1 / d overflows (amax below about 3.7e-37), where x * (1 / d) is +-inf or NaN, which the
+ * rule quantizes to +-127 or 0 and x86 conversions all turn into INT_MIN. */
+qt_half kn_q8_block_ref(const float *x, int8_t *qs, int *sum);
 /* One row of K floats into the activation format of a 32-element block type (block_q8_0, block_q8_s,
- * or a P16 type's q8 split), each block by blk; returns 0 and writes nothing for the other types. The
- * layouts live here, the arithmetic in the tables. */
-int kn_q8_act_row(uint32_t wtype, const float *x, void *xq, int64_t K, kn_q8_block_fn blk);
+ * or a P16 type's q8 split): runs of 16 blocks by grp (if not NULL), the others by blk; returns 0 and
+ * writes nothing for the other types. The layouts live here, the arithmetic in the tables. */
+int kn_q8_act_row(uint32_t wtype, const float *x, void *xq, int64_t K, kn_q8_block_fn blk, kn_q8_group_fn grp);
 /* Super-block i of an activation row in the q8_K split format (K elements) from its block_q8_K form. */
 void kn_q8k_split_put(const block_q8_K *b, int64_t i, int64_t K, void *xq);
 /* Row r of a P16 matrix as floats (K of them), the values qt_dequantize_row gives for the source row. */

@@ -4,6 +4,7 @@
  * kernels_avxvnni.c compiles this file a second time with KN_AVXVNNI and -mavxvnni, as the "avxvnni"
  * table for CPUs with AVX-VNNI (the VEX vpdpbusd) but no AVX-512: Intel's client cores since Alder Lake,
  * and Zen 5. Only the packed 32-element kernel differs (vpdpbusd in place of maddubs and its sums). */
+#include <float.h>
 #include <math.h>
 #include <immintrin.h>
 #include <string.h>
@@ -73,6 +74,7 @@ INLINE float amax8(const float *v, int n) {
  * the quants (block_q8_s). */
 INLINE qt_half q8_0_block(const float *v, int8_t *qs, int *sum) {
     float d = amax8(v, QK8_0) / 127, id = d ? 1 / d : 0;
+    if (id > FLT_MAX) return kn_q8_block_ref(v, qs, sum);
     __m256i s16[2];
     _mm256_storeu_si256((__m256i *)qs, q8x32(v, _mm256_set1_ps(id), sum ? s16 : NULL));
     if (sum) *sum = hsum_epi32(_mm256_add_epi32(s16[0], s16[1]));
@@ -83,7 +85,7 @@ INLINE qt_half q8_0_block(const float *v, int8_t *qs, int *sum) {
 static qt_half q8_0_block_fn(const float *x, int8_t *qs, int *sum) { return q8_0_block(x, qs, sum); }
 
 static void avx2_quantize_act(uint32_t wtype, const float *x, void *xq, int64_t K) {
-    if (kn_q8_act_row(wtype, x, xq, K, q8_0_block_fn)) return;
+    if (kn_q8_act_row(wtype, x, xq, K, q8_0_block_fn, NULL)) return;
     switch (wtype) {
     case QT_Q2_K:
     case QT_Q3_K:
@@ -94,6 +96,10 @@ static void avx2_quantize_act(uint32_t wtype, const float *x, void *xq, int64_t 
             block_q8_K *b = (block_q8_K *)xq + i;
             const float *v = x + QK_K * i;
             float d = amax8(v, QK_K) / 127, id = d ? 1 / d : 0;
+            if (id > FLT_MAX) { /* kn_q8_block_ref's case */
+                kn_ref_ops.quantize_act(QT_Q4_K, v, b, QK_K);
+                continue;
+            }
             b->d = d;
             __m256 s = _mm256_set1_ps(id);
             for (int j = 0; j < QK_K; j += 32) {

@@ -3,6 +3,7 @@
  * -m flags; kernels.c only hands this table out after cpuid/xgetbv say the CPU and OS support them. Must
  * match kernels_ref.c (tests/test_kernels.c). */
 #include <immintrin.h>
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -66,6 +67,7 @@ INLINE __m512i q8_round(__m512 v, __m512 s) {
 INLINE qt_half q8_block(const float *x, int8_t *qs, int *sum) {
     __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
     float d = amax16(v0, v1) / 127, id = d ? 1 / d : 0;
+    if (id > FLT_MAX) return kn_q8_block_ref(x, qs, sum);
     __m512 sc = _mm512_set1_ps(id);
     __m512i q0 = q8_round(v0, sc), q1 = q8_round(v1, sc);
     _mm_storeu_si128((__m128i *)qs, _mm512_cvtsepi32_epi8(q0));
@@ -80,8 +82,64 @@ INLINE qt_half q8_block(const float *x, int8_t *qs, int *sum) {
 /* q8_block out of line, for kn_q8_act_row (one call per 32 activations) */
 static qt_half q8_block_fn(const float *x, int8_t *qs, int *sum) { return q8_block(x, qs, sum); }
 
+/* Sixteen vectors reduced lane-wise at once: lane j of the result is the maximum (or, for red16_add, the
+ * integer sum) of v[j]'s 16 lanes. Four rounds of pairwise shuffles halve the lanes each vector keeps,
+ * 46 operations for the 16 reductions where one _mm512_reduce_* is 8 on a dependent chain; both
+ * operations are exact in any order, so the result is that of one reduction per vector. The last
+ * permute undoes the 4 x 4 transpose the rounds leave (vector 4m + l ends in lane 4l + m). */
+#define RED16(NAME, OP)                                                                                        \
+    INLINE __m512 NAME(__m512 *v) {                                                                           \
+        for (int k = 0; k < 8; k++)                                                                           \
+            v[k] = OP(_mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0x44), _mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0xee)); \
+        for (int k = 0; k < 4; k++)                                                                           \
+            v[k] = OP(_mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0x88), _mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0xdd)); \
+        for (int k = 0; k < 2; k++)                                                                           \
+            v[k] = OP(_mm512_shuffle_ps(v[2 * k], v[2 * k + 1], 0x44), _mm512_shuffle_ps(v[2 * k], v[2 * k + 1], 0xee)); \
+        __m512 r = OP(_mm512_shuffle_ps(v[0], v[1], 0x88), _mm512_shuffle_ps(v[0], v[1], 0xdd));             \
+        return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), r); \
+    }
+INLINE __m512 max_ps2(__m512 a, __m512 b) { return _mm512_max_ps(a, b); }
+INLINE __m512 add_epi32_as_ps(__m512 a, __m512 b) {
+    return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(a), _mm512_castps_si512(b)));
+}
+RED16(red16_max, max_ps2)
+RED16(red16_add, add_epi32_as_ps)
+#undef RED16
+
+/* kn_q8_group_fn: q8_block's arithmetic for 16 blocks, the per-block horizontal steps (amax, sum) and
+ * the scale divisions and fp16 conversions done for all 16 at once: 2.1 instead of 10.6 ns a block for
+ * a P16 Q4_0 row of 1536 on Zen 5. Declines a group whose amax is not finite: the fp16 conversion of
+ * a NaN would keep payload bits the reference's does not, and one with a scale whose inverse overflows
+ * (kn_q8_block_ref). */
+static int q8_group_fn(const float *x, int8_t *qs, size_t stride, qt_half d16[16], float dq[16], int sum[16]) {
+    __m512 m[16];
+    for (int j = 0; j < 16; j++)
+        m[j] = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(x + 32 * j)), _mm512_abs_ps(_mm512_loadu_ps(x + 32 * j + 16)));
+    __m512 amax = red16_max(m);
+    if (_mm512_cmp_ps_mask(amax, _mm512_set1_ps(INFINITY), _CMP_LT_OQ) != 0xffff) return 0;
+    __m512 d = _mm512_div_ps(amax, _mm512_set1_ps(127.0f));
+    __m512 id = _mm512_maskz_div_ps(_mm512_cmp_ps_mask(d, _mm512_setzero_ps(), _CMP_NEQ_OQ), _mm512_set1_ps(1.0f), d);
+    if (_mm512_cmp_ps_mask(id, _mm512_set1_ps(INFINITY), _CMP_EQ_OQ)) return 0; /* kn_q8_block_ref's case */
+    /* the conversion the reference's f32_to_fp16 does for finite input: round to nearest even */
+    __m256i h = _mm512_cvtps_ph(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm256_storeu_si256((__m256i *)d16, h);
+    _mm512_storeu_ps(dq, _mm512_cvtph_ps(h));
+    const __m512i hi = _mm512_set1_epi32(127);
+    __m512 sv[16];
+    for (int j = 0; j < 16; j++) {
+        __m512 s = _mm512_permutexvar_ps(_mm512_set1_epi32(j), id);
+        __m512i q0 = q8_round(_mm512_loadu_ps(x + 32 * j), s), q1 = q8_round(_mm512_loadu_ps(x + 32 * j + 16), s);
+        int8_t *o = qs + (size_t)j * stride;
+        _mm_storeu_si128((__m128i *)o, _mm512_cvtsepi32_epi8(q0));
+        _mm_storeu_si128((__m128i *)(o + 16), _mm512_cvtsepi32_epi8(q1));
+        if (sum) sv[j] = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_min_epi32(q0, hi), _mm512_min_epi32(q1, hi)));
+    }
+    if (sum) _mm512_storeu_si512(sum, _mm512_castps_si512(red16_add(sv)));
+    return 1;
+}
+
 static void avx512_quantize_act(uint32_t wtype, const float *x, void *xq, int64_t K) {
-    if (kn_q8_act_row(wtype, x, xq, K, q8_block_fn)) return;
+    if (kn_q8_act_row(wtype, x, xq, K, q8_block_fn, q8_group_fn)) return;
     switch (wtype) {
     case QT_Q2_K:
     case QT_Q3_K:
@@ -94,6 +152,10 @@ static void avx512_quantize_act(uint32_t wtype, const float *x, void *xq, int64_
             __m512 m = _mm512_setzero_ps();
             for (int j = 0; j < QK_K; j += 16) m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_loadu_ps(v + j)));
             float d = _mm512_reduce_max_ps(m) / 127, id = d ? 1 / d : 0;
+            if (id > FLT_MAX) { /* kn_q8_block_ref's case */
+                kn_ref_ops.quantize_act(QT_Q4_K, v, b, QK_K);
+                continue;
+            }
             b->d = d;
             __m512 s = _mm512_set1_ps(id);
             for (int j = 0; j < QK_K; j += 16) {

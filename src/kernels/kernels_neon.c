@@ -57,7 +57,7 @@ static qt_half neon_q8_block(const float *v, int8_t *qs, int *sum) {
 
 static void neon_quantize_act(uint32_t wtype, const float *x, void *xq, int64_t K) {
     int32_t s0;
-    if (kn_q8_act_row(wtype, x, xq, K, neon_q8_block)) return;
+    if (kn_q8_act_row(wtype, x, xq, K, neon_q8_block, NULL)) return;
     switch (wtype) {
     case QT_Q2_K:
     case QT_Q3_K:

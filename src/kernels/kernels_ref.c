@@ -41,7 +41,7 @@ static qt_half q8_block(const float *v, int8_t *qs, int *sum) {
 }
 
 static void ref_quantize_act(uint32_t wtype, const float *x, void *xq, int64_t K) {
-    if (kn_q8_act_row(wtype, x, xq, K, q8_block)) return;
+    if (kn_q8_act_row(wtype, x, xq, K, q8_block, NULL)) return;
     switch (wtype) {
     case QT_F32:
     case QT_F16:
