@@ -89,11 +89,11 @@ static qt_half q8_block_fn(const float *x, int8_t *qs, int *sum) { return q8_blo
  * permute undoes the 4 x 4 transpose the rounds leave (vector 4m + l ends in lane 4l + m). */
 #define RED16(NAME, OP)                                                                                        \
     INLINE __m512 NAME(__m512 *v) {                                                                           \
-        for (int k = 0; k < 8; k++)                                                                           \
+        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)                                                   \
             v[k] = OP(_mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0x44), _mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0xee)); \
-        for (int k = 0; k < 4; k++)                                                                           \
+        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)                                                   \
             v[k] = OP(_mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0x88), _mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0xdd)); \
-        for (int k = 0; k < 2; k++)                                                                           \
+        _Pragma("GCC unroll 2") for (int k = 0; k < 2; k++)                                                   \
             v[k] = OP(_mm512_shuffle_ps(v[2 * k], v[2 * k + 1], 0x44), _mm512_shuffle_ps(v[2 * k], v[2 * k + 1], 0xee)); \
         __m512 r = OP(_mm512_shuffle_ps(v[0], v[1], 0x88), _mm512_shuffle_ps(v[0], v[1], 0xdd));             \
         return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), r); \
@@ -113,6 +113,7 @@ RED16(red16_add, add_epi32_as_ps)
  * (kn_q8_block_ref). */
 static int q8_group_fn(const float *x, int8_t *qs, size_t stride, qt_half d16[16], float dq[16], int sum[16]) {
     __m512 m[16];
+#pragma GCC unroll 16
     for (int j = 0; j < 16; j++)
         m[j] = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(x + 32 * j)), _mm512_abs_ps(_mm512_loadu_ps(x + 32 * j + 16)));
     __m512 amax = red16_max(m);
@@ -126,6 +127,7 @@ static int q8_group_fn(const float *x, int8_t *qs, size_t stride, qt_half d16[16
     _mm512_storeu_ps(dq, _mm512_cvtph_ps(h));
     const __m512i hi = _mm512_set1_epi32(127);
     __m512 sv[16];
+#pragma GCC unroll 16
     for (int j = 0; j < 16; j++) {
         __m512 s = _mm512_permutexvar_ps(_mm512_set1_epi32(j), id);
         __m512i q0 = q8_round(_mm512_loadu_ps(x + 32 * j), s), q1 = q8_round(_mm512_loadu_ps(x + 32 * j + 16), s);

@@ -5,6 +5,7 @@
  * one sdot per 16 byte products in place of three instructions (kernels.c checks HWCAP_ASIMDDP). The
  * integer sums stay exact; their lanes group other products, so the two tables' float bits differ, each
  * batch-invariant. Must match kernels_ref.c. */
+#include <float.h>
 #include <math.h>
 #include <arm_neon.h>
 #include <string.h>
@@ -49,6 +50,7 @@ INLINE float amax_n(const float *v, int n) {
 static qt_half neon_q8_block(const float *v, int8_t *qs, int *sum) {
     int32_t s0, s1;
     float d = amax_n(v, 32) / 127, id = d ? 1 / d : 0;
+    if (id > FLT_MAX) return kn_q8_block_ref(v, qs, sum); /* fcvtns would give -128 for -inf */
     vst1q_s8(qs, q8x16(v, id, &s0));
     vst1q_s8(qs + 16, q8x16(v + 16, id, &s1));
     if (sum) *sum = s0 + s1;
@@ -68,6 +70,10 @@ static void neon_quantize_act(uint32_t wtype, const float *x, void *xq, int64_t 
             block_q8_K *b = (block_q8_K *)xq + i;
             const float *v = x + QK_K * i;
             float d = amax_n(v, QK_K) / 127, id = d ? 1 / d : 0;
+            if (id > FLT_MAX) { /* kn_q8_block_ref's case */
+                kn_ref_ops.quantize_act(QT_Q4_K, v, b, QK_K);
+                continue;
+            }
             b->d = d;
             for (int j = 0; j < QK_K; j += 16) {
                 vst1q_s8(b->qs + j, q8x16(v + j, id, &s0));
