@@ -84,8 +84,67 @@ INLINE qt_half q8_0_block(const float *v, int8_t *qs, int *sum) {
 /* q8_0_block out of line, for kn_q8_act_row (one call per 32 activations) */
 static qt_half q8_0_block_fn(const float *x, int8_t *qs, int *sum) { return q8_0_block(x, qs, sum); }
 
+/* Eight vectors reduced lane-wise at once: lane j of the result is the maximum (red8_max) or the integer
+ * sum (red8_add) of v[j]'s 8 lanes; exact in any order, so one reduction per vector's result. The last
+ * permute undoes the order the rounds leave (vector 2m + l ends in lane 4l + m). */
+#define RED8(NAME, OP)                                                                                         \
+    INLINE __m256 NAME(__m256 *v) {                                                                           \
+        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)                                                   \
+            v[k] = OP(_mm256_permute2f128_ps(v[2 * k], v[2 * k + 1], 0x20), _mm256_permute2f128_ps(v[2 * k], v[2 * k + 1], 0x31)); \
+        _Pragma("GCC unroll 2") for (int k = 0; k < 2; k++)                                                   \
+            v[k] = OP(_mm256_shuffle_ps(v[2 * k], v[2 * k + 1], 0x44), _mm256_shuffle_ps(v[2 * k], v[2 * k + 1], 0xee)); \
+        __m256 r = OP(_mm256_shuffle_ps(v[0], v[1], 0x88), _mm256_shuffle_ps(v[0], v[1], 0xdd));             \
+        return _mm256_permutevar8x32_ps(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));                       \
+    }
+INLINE __m256 max_ps2(__m256 a, __m256 b) { return _mm256_max_ps(a, b); }
+INLINE __m256 add_epi32_as_ps(__m256 a, __m256 b) {
+    return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(a), _mm256_castps_si256(b)));
+}
+RED8(red8_max, max_ps2)
+RED8(red8_add, add_epi32_as_ps)
+#undef RED8
+
+/* kn_q8_group_fn: q8_0_block's arithmetic for 16 blocks, the horizontal steps (amax, sums), divisions
+ * and fp16 conversions done for eight blocks at once. Declines a group with a non-finite amax or a scale
+ * whose inverse overflows, as the AVX-512 one does. */
+static int q8_0_group_fn(const float *x, int8_t *qs, size_t stride, qt_half d16[16], float dq[16], int sum[16]) {
+    float idv[16];
+    const __m256 inf = _mm256_set1_ps(INFINITY);
+    for (int g = 0; g < 2; g++) {
+        __m256 m[8];
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) {
+            const float *v = x + 32 * (8 * g + j);
+            m[j] = _mm256_max_ps(_mm256_max_ps(abs_ps(_mm256_loadu_ps(v)), abs_ps(_mm256_loadu_ps(v + 8))),
+                                 _mm256_max_ps(abs_ps(_mm256_loadu_ps(v + 16)), abs_ps(_mm256_loadu_ps(v + 24))));
+        }
+        __m256 amax = red8_max(m);
+        if (_mm256_movemask_ps(_mm256_cmp_ps(amax, inf, _CMP_LT_OQ)) != 0xff) return 0;
+        __m256 d = _mm256_div_ps(amax, _mm256_set1_ps(127.0f));
+        __m256 id = _mm256_and_ps(_mm256_cmp_ps(d, _mm256_setzero_ps(), _CMP_NEQ_OQ), _mm256_div_ps(_mm256_set1_ps(1.0f), d));
+        if (_mm256_movemask_ps(_mm256_cmp_ps(id, inf, _CMP_EQ_OQ))) return 0; /* kn_q8_block_ref's case */
+        /* f32_to_fp16's rounding for finite input: nearest even */
+        __m128i h = _mm256_cvtps_ph(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm_storeu_si128((__m128i *)(d16 + 8 * g), h);
+        _mm256_storeu_ps(dq + 8 * g, _mm256_cvtph_ps(h));
+        _mm256_storeu_ps(idv + 8 * g, id);
+    }
+    __m256 sv[16];
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; j++) {
+        __m256i s16[2];
+        _mm256_storeu_si256((__m256i *)(qs + (size_t)j * stride), q8x32(x + 32 * j, _mm256_set1_ps(idv[j]), sum ? s16 : NULL));
+        if (sum) sv[j] = _mm256_castsi256_ps(_mm256_add_epi32(s16[0], s16[1]));
+    }
+    if (sum) {
+        _mm256_storeu_si256((__m256i *)sum, _mm256_castps_si256(red8_add(sv)));
+        _mm256_storeu_si256((__m256i *)(sum + 8), _mm256_castps_si256(red8_add(sv + 8)));
+    }
+    return 1;
+}
+
 static void avx2_quantize_act(uint32_t wtype, const float *x, void *xq, int64_t K) {
-    if (kn_q8_act_row(wtype, x, xq, K, q8_0_block_fn, NULL)) return;
+    if (kn_q8_act_row(wtype, x, xq, K, q8_0_block_fn, q8_0_group_fn)) return;
     switch (wtype) {
     case QT_Q2_K:
     case QT_Q3_K:
