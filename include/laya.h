@@ -136,7 +136,13 @@ typedef struct laya_context_params {
     int32_t max_kv_size;  /* positions per slot, fixed */
     int32_t max_batch;    /* most tokens one laya_decode call may carry, over all sequences */
     int32_t max_logits;   /* most tokens in one batch that may ask for logits */
+    int32_t kv_type;      /* LAYA_KV_F32 (the default) or LAYA_KV_F16: how keys and values are held */
 } laya_context_params;
+
+/* KV cache element types. F16 halves the cache's memory and the bytes attention reads each step (what
+ * long contexts spend their time on); keys and values are rounded to fp16 (nearest even) as they are
+ * written, so logits move by about 1e-3. F32 keeps the forward pass's figures as computed. */
+enum { LAYA_KV_F32 = 0, LAYA_KV_F16 = 1 };
 
 LAYA_API laya_context_params laya_context_default_params(void);
 
@@ -304,6 +310,7 @@ typedef struct laya_session_params {
                                a word used 3 times there is not corrected. Held in memory only (2.3 MB at the
                                default), a function of the text alone, off for a sensitive session; costs a few
                                microseconds per keystroke. Default 65536; 0: off; else 256..4 MiB */
+    int32_t kv_type;        /* LAYA_KV_F32 (default) or LAYA_KV_F16: the sessions' KV cache (laya_context_params) */
 } laya_session_params;
 
 typedef struct laya_candidate {

@@ -28,8 +28,10 @@ struct laya_context {
      * dimension-major (kn_ops.attn_qk), so attention takes 16 positions per vector with no horizontal sums
      * and reads each block as one sequential stream. */
     int32_t kv_cap;     /* max_kv_size rounded up to 16 */
-    float *kcache;      /* (n_layer, n_seq, n_head_kv, kv_cap / 16, head_dim, 16) keys after RoPE */
-    float *vcache;      /* (n_layer, n_seq, n_head_kv, kv_cap, head_dim) */
+    int kv16;           /* the caches hold fp16 (LAYA_KV_F16), else float */
+    size_t kv_es;       /* bytes per cache element: 2 or 4 */
+    void *kcache;       /* (n_layer, n_seq, n_head_kv, kv_cap / 16, head_dim, 16) keys after RoPE */
+    void *vcache;       /* (n_layer, n_seq, n_head_kv, kv_cap, head_dim) */
     float *rope_cs;     /* (max_kv, head_dim/2, 2) cos, sin */
     /* scratch, (max_batch, ...) rows */
     float *x, *xn, *q, *k, *v, *att, *gate, *up;
@@ -87,7 +89,7 @@ int32_t fw_seq_shared(const laya_context *c, int32_t seq, int32_t *base) {
 }
 
 laya_context_params laya_context_default_params(void) {
-    laya_context_params p = {.n_seq = 1, .max_kv_size = 512, .max_batch = 512, .max_logits = 8};
+    laya_context_params p = {.n_seq = 1, .max_kv_size = 512, .max_batch = 512, .max_logits = 8, .kv_type = LAYA_KV_F32};
     return p;
 }
 
@@ -116,10 +118,11 @@ laya_status laya_context_create(const laya_model *m, laya_context_params p, laya
     if (!m) return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "model is NULL");
     if (m->vocab_only) return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "model was loaded vocab-only");
     if (p.n_seq < 1 || p.n_seq > 4096 || p.max_kv_size < 1 || p.max_kv_size > (1 << 20) || p.max_batch < 1 ||
-        p.max_batch > (1 << 16) || p.max_logits < 1 || p.max_logits > p.max_batch)
+        p.max_batch > (1 << 16) || p.max_logits < 1 || p.max_logits > p.max_batch ||
+        (p.kv_type != LAYA_KV_F32 && p.kv_type != LAYA_KV_F16))
         return laya_err(err, errlen, LAYA_ERR_INVALID_ARG,
-                        "context params out of range (n_seq %d, max_kv_size %d, max_batch %d, max_logits %d)",
-                        p.n_seq, p.max_kv_size, p.max_batch, p.max_logits);
+                        "context params out of range (n_seq %d, max_kv_size %d, max_batch %d, max_logits %d, kv_type %d)",
+                        p.n_seq, p.max_kv_size, p.max_batch, p.max_logits, p.kv_type);
     const lm_hparams *h = &m->hp;
     laya_context *c = laya_calloc(1, sizeof *c);
     if (!c) return laya_err(err, errlen, LAYA_ERR_NOMEM, "out of memory");
@@ -136,8 +139,11 @@ laya_status laya_context_create(const laya_model *m, laya_context_params p, laya
     c->seq_len = laya_calloc((size_t)p.n_seq, sizeof(int32_t));
     c->base = laya_calloc((size_t)p.n_seq, sizeof(int32_t));
     c->base_len = laya_calloc((size_t)p.n_seq, sizeof(int32_t));
-    c->kcache = alloc_f32(cache_rows, (uint64_t)c->kv_dim);
-    c->vcache = alloc_f32(cache_rows, (uint64_t)c->kv_dim);
+    c->kv16 = p.kv_type == LAYA_KV_F16;
+    c->kv_es = c->kv16 ? 2 : 4;
+    /* (alloc_f32 sizes in floats: an F16 cache takes half as many) */
+    c->kcache = alloc_f32(cache_rows, (uint64_t)c->kv_dim * c->kv_es / 4);
+    c->vcache = alloc_f32(cache_rows, (uint64_t)c->kv_dim * c->kv_es / 4);
     c->rope_cs = alloc_f32((uint64_t)p.max_kv_size, (uint64_t)h->head_dim);
     c->x = alloc_f32(B, h->n_embd);
     c->xn = alloc_f32(B, h->n_embd);
@@ -194,11 +200,14 @@ laya_status laya_seq_truncate(laya_context *c, int32_t seq, int32_t n_pos) {
     return LAYA_OK;
 }
 
-/* Offset of the (layer, seq, KV head) block in kcache and vcache. */
+/* Offset (in elements) of the (layer, seq, KV head) block in kcache and vcache. */
 static size_t head_off(const laya_context *c, int layer, int seq, int head) {
     size_t h = ((size_t)layer * c->p.n_seq + seq) * c->m->hp.n_head_kv + head;
     return h * c->kv_cap * c->m->hp.head_dim;
 }
+
+/* Element i of a cache (kcache or vcache), whichever its element type. */
+static inline char *kv_el(const laya_context *c, void *cache, size_t i) { return (char *)cache + i * c->kv_es; }
 
 /* Positions [p0, p1) of sequence `from`'s storage into sequence `to`'s. */
 static void kv_copy(laya_context *c, int32_t from, int32_t to, int32_t p0, int32_t p1) {
@@ -206,18 +215,18 @@ static void kv_copy(laya_context *c, int32_t from, int32_t to, int32_t p0, int32
     const int hd = c->m->hp.head_dim;
     for (int l = 0; l < c->m->hp.n_layer; l++)
         for (int g = 0; g < c->m->hp.n_head_kv; g++) {
-            size_t so = head_off(c, l, from, g), dof = head_off(c, l, to, g);
-            memcpy(c->vcache + dof + (size_t)p0 * hd, c->vcache + so + (size_t)p0 * hd,
-                   (size_t)(p1 - p0) * hd * sizeof(float));
+            size_t so = head_off(c, l, from, g), dof = head_off(c, l, to, g), es = c->kv_es;
+            memcpy(kv_el(c, c->vcache, dof + (size_t)p0 * hd), kv_el(c, c->vcache, so + (size_t)p0 * hd),
+                   (size_t)(p1 - p0) * hd * es);
             /* key blocks: whole blocks in one copy, the partial ones at either end dimension by dimension */
             for (int32_t b0 = p0 / 16 * 16; b0 < p1; b0 += 16) {
                 int32_t q0 = LAYA_MAX(p0, b0), q1 = LAYA_MIN(p1, b0 + 16);
-                const float *ks = c->kcache + so + (size_t)b0 * hd;
-                float *kd = c->kcache + dof + (size_t)b0 * hd;
-                if (q0 == b0 && q1 == b0 + 16) memcpy(kd, ks, (size_t)16 * hd * sizeof(float));
+                const char *ks = kv_el(c, c->kcache, so + (size_t)b0 * hd);
+                char *kd = kv_el(c, c->kcache, dof + (size_t)b0 * hd);
+                if (q0 == b0 && q1 == b0 + 16) memcpy(kd, ks, (size_t)16 * hd * es);
                 else
                     for (int j = 0; j < hd; j++)
-                        memcpy(kd + j * 16 + (q0 - b0), ks + j * 16 + (q0 - b0), (size_t)(q1 - q0) * sizeof(float));
+                        memcpy(kd + (j * 16 + (q0 - b0)) * es, ks + (j * 16 + (q0 - b0)) * es, (size_t)(q1 - q0) * es);
             }
         }
 }
@@ -507,10 +516,22 @@ static void qkv_head(laya_context *c, const lm_layer *L, int il, int i, int seq,
     }
     if (L->k_norm) rms_norm(k, k, L->k_norm, hd, h->norm_eps);
     rope(k, cs, hd, h->rope_neox);
-    size_t off = head_off(c, il, seq, g);
-    float *kt = c->kcache + off + (size_t)(c->pos[i] / 16 * 16) * hd + c->pos[i] % 16;
-    for (int e = 0; e < hd; e++) kt[e * 16] = k[e];
-    memcpy(c->vcache + off + (size_t)c->pos[i] * hd, v, (size_t)hd * sizeof(float));
+    size_t off = head_off(c, il, seq, g), kt0 = off + (size_t)(c->pos[i] / 16 * 16) * hd + c->pos[i] % 16;
+    if (c->kv16) {
+        const kn_ops *kn = c->m->kn;
+        void (*to_f16)(const float *, uint16_t *, int64_t) = kn->to_f16 ? kn->to_f16 : kn_ref_ops.to_f16;
+        uint16_t kh[256], *kt = (uint16_t *)kv_el(c, c->kcache, kt0);
+        for (int e0 = 0; e0 < hd; e0 += 256) {
+            int ne = LAYA_MIN(256, hd - e0);
+            to_f16(k + e0, kh, ne);
+            for (int e = 0; e < ne; e++) kt[(e0 + e) * 16] = kh[e];
+        }
+        to_f16(v, (uint16_t *)kv_el(c, c->vcache, off + (size_t)c->pos[i] * hd), hd);
+    } else {
+        float *kt = (float *)kv_el(c, c->kcache, kt0);
+        for (int e = 0; e < hd; e++) kt[e * 16] = k[e];
+        memcpy(kv_el(c, c->vcache, off + (size_t)c->pos[i] * hd), v, (size_t)hd * sizeof(float));
+    }
 }
 
 /* A task is one batch token, one KV head and a slice of the query heads that share it (all of them unless
@@ -529,7 +550,12 @@ static void att_worker(void *arg, int chunk, int n_chunks, int tid) {
     int64_t t0 = tasks * chunk / n_chunks, t1 = tasks * (chunk + 1) / n_chunks;
     float *sc = c->scores + (size_t)tid * group * mkv; /* (hs, max_kv) */
     const float scale = 1.0f / sqrtf((float)hd);
-    const size_t kts = (size_t)16 * hd; /* floats per block of 16 keys */
+    const size_t kts = (size_t)16 * hd; /* elements per block of 16 keys */
+    /* the F16 cache's kernels; a table without them uses the reference's */
+    void (*qk16)(const float *, size_t, int, const uint16_t *, size_t, int64_t, int64_t, float, float *, size_t, float *) =
+        kn->attn_qk16 ? kn->attn_qk16 : kn_ref_ops.attn_qk16;
+    void (*v16)(const float *, size_t, int, const uint16_t *, int64_t, const uint16_t *, size_t, int64_t, int64_t, float *,
+                size_t) = kn->attn_v16 ? kn->attn_v16 : kn_ref_ops.attn_v16;
     for (int64_t t = t0; t < t1; t++) {
         /* the batch's tokens are the fastest-moving index: a chunk's tasks share a KV head */
         int i = (int)(t % j->n), r = (int)(t / j->n);
@@ -540,10 +566,11 @@ static void att_worker(void *arg, int chunk, int n_chunks, int tid) {
          * the rest in its own */
         int ns = c->base[s] >= 0 ? c->base_len[s] : 0;
         const float *q = c->q + (size_t)i * h->n_head * hd + (size_t)h0 * hd;
-        const float *kb = c->kcache + head_off(c, j->layer, s, g);
-        const float *vb = c->vcache + head_off(c, j->layer, s, g);
-        const float *kb0 = ns ? c->kcache + head_off(c, j->layer, c->base[s], g) : kb;
-        const float *vb0 = ns ? c->vcache + head_off(c, j->layer, c->base[s], g) : vb;
+        const char *kb = kv_el(c, c->kcache, head_off(c, j->layer, s, g));
+        const char *vb = kv_el(c, c->vcache, head_off(c, j->layer, s, g));
+        const char *kb0 = ns ? kv_el(c, c->kcache, head_off(c, j->layer, c->base[s], g)) : kb;
+        const char *vb0 = ns ? kv_el(c, c->vcache, head_off(c, j->layer, c->base[s], g)) : vb;
+        const size_t es = c->kv_es;
         float *o = c->att + (size_t)i * h->n_head * hd + (size_t)h0 * hd;
         float mx[16], mx0[16];
         /* The task's keys and values are sequential streams that are often out of cache (several
@@ -551,8 +578,8 @@ static void att_worker(void *arg, int chunk, int n_chunks, int tid) {
          * once keeps many misses in flight, where the hardware prefetcher ramps up stream by stream. Typing
          * Q4_0 at B = 4, one thread: attention 0.210 -> 0.189 ms a step. */
         {
-            size_t kbytes = (size_t)((npos + 15) / 16) * kts * sizeof(float), vbytes = (size_t)npos * hd * sizeof(float);
-            size_t k0 = (size_t)ns * hd * sizeof(float); /* ns is a multiple of 16: the same for keys */
+            size_t kbytes = (size_t)((npos + 15) / 16) * kts * es, vbytes = (size_t)npos * hd * es;
+            size_t k0 = (size_t)ns * hd * es; /* ns is a multiple of 16: the same for keys */
             /* Shared positions that the chunk's previous task read (the same KV head of the same storage:
              * the source sequence itself, or another that shares as many of its positions) are in L2:
              * asking for them again cost more than it saved, 3200 prefetches a task at 400 positions,
@@ -564,8 +591,8 @@ static void att_worker(void *arg, int chunk, int n_chunks, int tid) {
                 int read = sp == c->base[s] ? c->pos[ip] + 1 : c->base[sp] == c->base[s] ? c->base_len[sp] : 0;
                 if (read >= ns) from = k0;
             }
-            for (size_t b = from; b < kbytes; b += 64) __builtin_prefetch((const char *)(b < k0 ? kb0 : kb) + b);
-            for (size_t b = from; b < vbytes; b += 64) __builtin_prefetch((const char *)(b < k0 ? vb0 : vb) + b);
+            for (size_t b = from; b < kbytes; b += 64) __builtin_prefetch((b < k0 ? kb0 : kb) + b);
+            for (size_t b = from; b < vbytes; b += 64) __builtin_prefetch((b < k0 ? vb0 : vb) + b);
         }
         for (int b = 0; b < nh; b++) {
             float *sb = sc + (size_t)b * mkv;
@@ -573,17 +600,23 @@ static void att_worker(void *arg, int chunk, int n_chunks, int tid) {
              * their own (the same bits as one call: KN_QK_SPLIT) */
             if (b % 16 == 0) {
                 int hn = LAYA_MIN(16, nh - b);
-                kn->attn_qk(q + (size_t)b * hd, (size_t)hd, hn, kb + (size_t)(ns / 16) * kts, kts, npos - ns, hd, scale,
-                            sb + ns, mkv, mx);
-                if (ns) {
-                    kn->attn_qk(q + (size_t)b * hd, (size_t)hd, hn, kb0, kts, ns, hd, scale, sb, mkv, mx0);
-                    for (int u = 0; u < hn; u++) mx[u] = mx0[u] > mx[u] ? mx0[u] : mx[u];
+                const char *kown = kb + (size_t)(ns / 16) * kts * es;
+                if (c->kv16) {
+                    qk16(q + (size_t)b * hd, (size_t)hd, hn, (const uint16_t *)kown, kts, npos - ns, hd, scale, sb + ns, mkv, mx);
+                    if (ns) qk16(q + (size_t)b * hd, (size_t)hd, hn, (const uint16_t *)kb0, kts, ns, hd, scale, sb, mkv, mx0);
+                } else {
+                    kn->attn_qk(q + (size_t)b * hd, (size_t)hd, hn, (const float *)kown, kts, npos - ns, hd, scale, sb + ns,
+                                mkv, mx);
+                    if (ns) kn->attn_qk(q + (size_t)b * hd, (size_t)hd, hn, (const float *)kb0, kts, ns, hd, scale, sb, mkv, mx0);
                 }
+                if (ns)
+                    for (int u = 0; u < hn; u++) mx[u] = mx0[u] > mx[u] ? mx0[u] : mx[u];
             }
             float inv = 1.0f / kn->exp_sum(sb, mx[b % 16], sb, npos);
             for (int p = 0; p < npos; p++) sb[p] *= inv;
         }
-        kn->attn_v(sc, mkv, nh, vb0, ns, vb, (size_t)hd, npos, hd, o, (size_t)hd);
+        if (c->kv16) v16(sc, mkv, nh, (const uint16_t *)vb0, ns, (const uint16_t *)vb, (size_t)hd, npos, hd, o, (size_t)hd);
+        else kn->attn_v(sc, mkv, nh, (const float *)vb0, ns, (const float *)vb, (size_t)hd, npos, hd, o, (size_t)hd);
     }
 }
 

@@ -429,7 +429,8 @@ laya_session_params laya_session_default_params(void) {
                              .beam = 0,
                              .prefetch_ms = 40,
                              .user_dict = NULL,
-                             .doc_cache_bytes = 65536};
+                             .doc_cache_bytes = 65536,
+                             .kv_type = LAYA_KV_F32};
     return p;
 }
 
@@ -639,7 +640,8 @@ laya_status laya_session_create(const laya_model *m, laya_session_params p, laya
     s->max_batch = LAYA_MAX(CHUNK, s->n_slots * (CATCHUP_ROOM + p.max_tokens + 1));
     s->max_batch = LAYA_MAX(s->max_batch, (s->n_slots + TYPO_SLOTS) * (CATCHUP_ROOM + TYPO_TOK + 2));
     laya_context_params cp = {.n_seq = s->n_slots + TYPO_SLOTS, .max_kv_size = p.max_kv_size,
-                              .max_batch = s->max_batch, .max_logits = (s->n_slots + TYPO_SLOTS) * (TYPO_TOK + 1)};
+                              .max_batch = s->max_batch, .max_logits = (s->n_slots + TYPO_SLOTS) * (TYPO_TOK + 1),
+                              .kv_type = p.kv_type};
     st = laya_context_create(m, cp, &s->ctx, err, errlen);
     if (st) goto fail;
     st = LAYA_ERR_NOMEM;

@@ -1024,6 +1024,74 @@ static void test_act_groups(void) {
     }
 }
 
+/* The F16 KV cache's kernels (kn_ops.attn_qk16, attn_v16, to_f16): every table's F16 call gives, bit for
+ * bit, what the same table's F32 kernel gives on the converted cache (the elements are converted exactly
+ * and then take the F32 path), across head counts, dimensions, position counts and the shared / own
+ * split of attn_v; to_f16 rounds as f32_to_fp16 does for every finite value and infinity. */
+static void test_attn_f16(void) {
+    static const int nhs[] = {1, 2, 3, 4, 7, 16};
+    static const int64_t ds[] = {3, 16, 31, 64, 65, 128};
+    static const int64_t nps[] = {1, 2, 15, 16, 17, 63, 64, 65, 129, 300};
+    const size_t qs = 160, ks = 16 * 128 + 16, ss = 320, nblk = 19, vs = 136;
+    float *q = malloc(17 * qs * sizeof(float)), *k = malloc(nblk * ks * sizeof(float)), *kf = malloc(nblk * ks * sizeof(float));
+    float *v = malloc(300 * vs * sizeof(float)), *vf = malloc(300 * vs * sizeof(float));
+    uint16_t *kh = malloc(nblk * ks * sizeof(uint16_t)), *vh = malloc(300 * vs * sizeof(uint16_t));
+    float *s0 = malloc(17 * ss * sizeof(float)), *s1 = malloc(17 * ss * sizeof(float));
+    float *o0 = malloc(17 * vs * sizeof(float)), *o1 = malloc(17 * vs * sizeof(float));
+    for (size_t i = 0; i < 17 * qs; i++) q[i] = frnd();
+    for (size_t i = 0; i < nblk * ks; i++) k[i] = frnd() * 3;
+    for (size_t i = 0; i < 300 * vs; i++) v[i] = frnd() * 3;
+    for (size_t i = 0; i < 17 * ss; i++) s0[i] = frnd() * 0.01f + 0.003f; /* softmax-like weights */
+    for (int t = 0; t < g_ntables; t++) {
+        const kn_ops *kn = g_tables[t];
+        CHECK(kn->attn_qk16 && kn->attn_v16 && kn->to_f16, "%s has the F16 cache's kernels", kn->name);
+        if (!kn->attn_qk16 || !kn->attn_v16 || !kn->to_f16) continue;
+        kn->to_f16(k, kh, (int64_t)(nblk * ks));
+        kn->to_f16(v, vh, (int64_t)(300 * vs));
+        int conv = 0;
+        for (size_t i = 0; i < nblk * ks; i++) conv += kh[i] != f32_to_fp16(k[i]), kf[i] = fp16_to_f32(kh[i]);
+        for (size_t i = 0; i < 300 * vs; i++) conv += vh[i] != f32_to_fp16(v[i]), vf[i] = fp16_to_f32(vh[i]);
+        CHECK(conv == 0, "%s to_f16: %d values not f32_to_fp16's", kn->name, conv);
+        int bad = 0, cases = 0;
+        for (size_t a = 0; a < sizeof nhs / sizeof *nhs; a++)
+            for (size_t b = 0; b < sizeof ds / sizeof *ds; b++)
+                for (size_t c = 0; c < sizeof nps / sizeof *nps; c++) {
+                    int nh = nhs[a];
+                    int64_t d = ds[b], np = nps[c];
+                    float m0[17], m1[17];
+                    float e32[16 * 300], e16[16 * 300];
+                    kn->attn_qk(q, qs, nh, kf, ks, np, d, 0.125f, e32, 300, m0);
+                    kn->attn_qk16(q, qs, nh, kh, ks, np, d, 0.125f, e16, 300, m1);
+                    for (int h = 0; h < nh; h++) {
+                        bad += memcmp(e32 + (size_t)h * 300, e16 + (size_t)h * 300, (size_t)np * sizeof(float)) != 0;
+                        bad += m0[h] != m1[h];
+                    }
+                    if (d <= (int64_t)vs)
+                        for (int64_t n0 = 0; n0 <= np; n0 += np > 64 ? 64 : np ? np : 1) {
+                            /* shared rows [0, n0) from the second half of the value buffer */
+                            kn->attn_v(s0, ss, nh, vf + 150 * vs, n0, vf, vs, np > 150 ? 150 : np, d, o0, vs);
+                            kn->attn_v16(s0, ss, nh, vh + 150 * vs, n0, vh, vs, np > 150 ? 150 : np, d, o1, vs);
+                            for (int h = 0; h < nh; h++)
+                                bad += memcmp(o0 + (size_t)h * vs, o1 + (size_t)h * vs, (size_t)d * sizeof(float)) != 0;
+                            cases++;
+                        }
+                    cases++;
+                }
+        CHECK(bad == 0, "%s: %d F16 attention results not the F32 kernel's bits on the converted cache (%d cases)",
+              kn->name, bad, cases);
+        /* rounding at the edges: ties, subnormals, the largest finite, overflow to infinity */
+        float e[] = {0.0f, -0.0f, 1.0f, 1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048, 1e-8f, 3e-8f, -6e-8f, 5.96e-8f,
+                     6.1e-5f, 6.2e-5f, 65504.0f, 65519.9f, 65520.0f, -70000.0f, 1e30f, INFINITY, -INFINITY, 2.9802322e-08f,
+                     1.7881393e-07f, 0.33333334f};
+        uint16_t eh[32];
+        int n = (int)(sizeof e / sizeof *e), ebad = 0;
+        kn->to_f16(e, eh, n);
+        for (int i = 0; i < n; i++) ebad += eh[i] != f32_to_fp16(e[i]);
+        CHECK(ebad == 0, "%s to_f16: %d edge values not f32_to_fp16's", kn->name, ebad);
+    }
+    free(q), free(k), free(kf), free(v), free(vf), free(kh), free(vh), free(s0), free(s1), free(o0), free(o1);
+}
+
 static void test_dispatch(void) {
     CHECK(kn_by_name("scalar") == &kn_ref_ops, "scalar table");
     CHECK(kn_by_name("nonsense") == NULL && kn_by_name(NULL) == NULL, "unknown table");
@@ -1054,6 +1122,7 @@ int main(void) {
     test_silu();
     test_attn_v();
     test_attn_qk();
+    test_attn_f16();
     test_nan_act();
     test_act_groups();
     test_matmul();

@@ -1,5 +1,5 @@
 /* cmd_bench.c — `laya bench`: load time, prefill throughput at 8/64/512 tokens, and decode latency per
- * step for 1, 2, 4 and 8 sequences sharing a 64-token prefix (the per-keystroke candidate pattern), plus
+ * step for 1, 2, 4 and 8 sequences sharing a P-token prefix (64 unless --prefix) (the per-keystroke candidate pattern), plus
  * peak RSS. Medians over repetitions; p10/p90 in the human-readable table. Not here: accuracy checks. */
 #include <math.h>
 #include <stdlib.h>
@@ -12,16 +12,18 @@
 #include "json.h"
 
 #define HELP_BENCH                                                                                        \
-    "usage: laya bench [-m MODEL] [--threads N] [--reps R] [--profile] [--json]\n"                                    \
+    "usage: laya bench [-m MODEL] [--threads N] [--reps R] [--prefix P] [--kv f32|f16] [--profile] [--json]\n"         \
     "Measures, on one context of 8 sequences:\n"                                                          \
     "  prefill: tokens/s of one batch of 8, 64 and 512 tokens into an empty sequence (R runs each)\n"     \
-    "  decode:  ms per step where each of B = 1, 2, 4, 8 sequences, forked from a shared 64-token\n"      \
+    "  decode:  ms per step where each of B = 1, 2, 4, 8 sequences, forked from a shared P-token\n"       \
     "           prefix, gets one new token with logits (max(8, 4R) steps each)\n"                          \
     "  load:    ms for laya_model_load (the first and only load of this process)\n"                      \
     "  memory:  peak RSS in MB (getrusage)\n"                                                             \
     "  profile: with --profile, mean ms per decode step by phase for B = 1 and 4 (separate runs: the\n"  \
     "           timing adds a little to each step)\n"                                                    \
-    "--threads N sets laya_model_params.n_threads (0 = all CPUs); R defaults to 5. --json prints\n"       \
+    "--threads N sets laya_model_params.n_threads (0 = all CPUs); R defaults to 5; P (16..448) to 64, the\n" \
+    "  context the candidates share; --kv the KV cache type (laya_context_params.kv_type, default f32).\n"  \
+    "  --json prints\n"                                                                                   \
     "  {\"prefill_tok_s\":{\"8\":x,\"64\":x,\"512\":x},\"decode_ms\":{\"1\":x,\"2\":x,\"4\":x,\"8\":x},\n" \
     "   \"load_ms\":x,\"first_token_ms\":x,\"ready_ms\":x,\"peak_rss_mb\":x[,\"profile\":{\"1\":{PHASE:ms,...},\"4\":{...}}]}   (medians)\n"
 
@@ -50,13 +52,13 @@ static stats summarize(double *v, int n) {
 
 static const int k_prefill[3] = {8, 64, 512};
 static const int k_batch[4] = {1, 2, 4, 8};
-#define PREFIX 64
 #define N_SEQ 8
 
 int cmd_bench(int argc, char **argv) {
     argp p = {"bench", argc, argv, 0, 0};
     const char *model = NULL;
-    long threads = 0, reps = 5;
+    const char *kv = "f32";
+    long threads = 0, reps = 5, prefix = 64;
     int json = 0, profile = 0;
     for (p.i = 0; p.i < argc; p.i++) {
         const char *v;
@@ -67,11 +69,14 @@ int cmd_bench(int argc, char **argv) {
         if ((v = arg_str(&p, "-m", "--model"))) model = v;
         else if (arg_int(&p, "-t", "--threads", 0, 64, &threads)) {}
         else if (arg_int(&p, "-r", "--reps", 1, 10000, &reps)) {}
+        else if (arg_int(&p, NULL, "--prefix", 16, 448, &prefix)) {}
+        else if ((v = arg_str(&p, NULL, "--kv"))) kv = v;
         else if (arg_is(&p, NULL, "--json")) json = 1;
         else if (arg_is(&p, NULL, "--profile")) profile = 1;
         else if (!p.bad) return cli_usage_error("bench", "unknown argument '%s'", argv[p.i]);
         if (p.bad) return CLI_USAGE;
     }
+    if (strcmp(kv, "f32") && strcmp(kv, "f16")) return cli_usage_error("bench", "--kv must be f32 or f16, not '%s'", kv);
     static char defbuf[4200];
     if (!model) model = cli_default_model(defbuf, sizeof defbuf); /* NULL: cli_load says so */
 
@@ -82,12 +87,13 @@ int cmd_bench(int argc, char **argv) {
 
     int rc = CLI_OK;
     int max_kv = 512;
-    int steps = (int)CLI_MIN(CLI_MAX(8, 4 * reps), max_kv - PREFIX - 1);
+    int steps = (int)CLI_MIN(CLI_MAX(8, 4 * reps), max_kv - prefix - 1);
     laya_context_params cp = laya_context_default_params();
     cp.n_seq = N_SEQ;
     cp.max_kv_size = max_kv;
     cp.max_batch = 512;
     cp.max_logits = N_SEQ;
+    cp.kv_type = strcmp(kv, "f16") ? LAYA_KV_F32 : LAYA_KV_F16;
     laya_context *c = NULL;
     char err[LAYA_ERR_MSG_MAX] = "";
     laya_status st = laya_context_create(m, cp, &c, err, sizeof err);
@@ -144,29 +150,29 @@ int cmd_bench(int argc, char **argv) {
     }
 
     laya_seq_truncate(c, 0, 0);
-    DECODE(((laya_batch){PREFIX, tok, seq, NULL}));
+    DECODE(((laya_batch){prefix, tok, seq, NULL}));
     for (int k = 0; k < 4; k++) {
         int B = k_batch[k];
         int32_t bseq[N_SEQ];
         laya_token btok[N_SEQ];
         for (int j = 0; j < B; j++) {
             bseq[j] = j;
-            if (j && (st = laya_seq_fork(c, 0, j, PREFIX))) {
+            if (j && (st = laya_seq_fork(c, 0, j, prefix))) {
                 rc = cli_fail("fork: %s", laya_context_error(c));
                 goto done;
             }
         }
-        laya_seq_truncate(c, 0, PREFIX);
+        laya_seq_truncate(c, 0, prefix);
         /* one untimed step first: it is the only one paying for cold caches of the new sequences */
         for (int step = -1; step < steps; step++) {
-            for (int j = 0; j < B; j++) btok[j] = tok[(PREFIX + step + 1 + j * 7) % 512];
+            for (int j = 0; j < B; j++) btok[j] = tok[(prefix + step + 1 + j * 7) % 512];
             double t = now_ms();
             DECODE(((laya_batch){B, btok, bseq, want}));
             if (step >= 0) samples[step] = now_ms() - t;
         }
         dec[k] = summarize(samples, steps);
     }
-    /* Per-phase profile: the same decode steps again with timing on (sequences 0..B-1 are at PREFIX + steps
+    /* Per-phase profile: the same decode steps again with timing on (sequences 0..B-1 are at prefix + steps
      * + 1 or less, so they still fit). */
     static const int k_prof[2] = {1, 4};
     double prof[2][FP_N] = {{0}};
@@ -176,14 +182,14 @@ int cmd_bench(int argc, char **argv) {
         laya_token btok[N_SEQ];
         for (int j = 0; j < B; j++) {
             bseq[j] = j;
-            laya_seq_fork(c, 0, j, PREFIX);
+            laya_seq_fork(c, 0, j, prefix);
         }
-        laya_seq_truncate(c, 0, PREFIX);
+        laya_seq_truncate(c, 0, prefix);
         for (int j = 0; j < B; j++) btok[j] = tok[j];
         DECODE(((laya_batch){B, btok, bseq, want}));
         fw_profile_enable(c, 1);
         for (int step = 0; step < steps; step++) {
-            for (int j = 0; j < B; j++) btok[j] = tok[(PREFIX + step + 1 + j * 7) % 512];
+            for (int j = 0; j < B; j++) btok[j] = tok[(prefix + step + 1 + j * 7) % 512];
             DECODE(((laya_batch){B, btok, bseq, want}));
         }
         int64_t nd;

@@ -167,9 +167,9 @@ int cmd_info(int argc, char **argv) {
         json_buf_printf(&b, "tokenizer:  %s, pre %s, %d tokens, bos %d, eos %d, add_bos %d\n",
                         mi.tok_model ? mi.tok_model : "?", mi.tok_pre ? mi.tok_pre : "?", nv_tok, mi.bos, mi.eos,
                         mi.add_bos);
-        json_buf_printf(&b, "memory:     file %.1f MiB, weights %.1f MiB, KV %.1f KiB per position (F32)\n",
+        json_buf_printf(&b, "memory:     file %.1f MiB, weights %.1f MiB, KV %.1f KiB per position (F32; %.1f F16)\n",
                         (double)mi.file_bytes / 1048576.0, (double)mi.weight_bytes / 1048576.0,
-                        (double)kv_per_pos / 1024.0);
+                        (double)kv_per_pos / 1024.0, (double)kv_per_pos / 2048.0);
         if (mi.packed_bytes)
             json_buf_printf(&b, "packed:     %.1f MiB of block-quantized matrices copied into the kernels' order (LAYA_PACK=0: none)\n",
                             (double)mi.packed_bytes / 1048576.0);

@@ -28,6 +28,7 @@ int cmd_type(int argc, char **argv);
     "  --max-tokens N    tokens per candidate (default 5)\n"                                                 \
     "  --beam B          hypotheses kept per step (default max(k, 8))\n"                                     \
     "  --max-kv N        positions per sequence slot (default 320)\n"                                        \
+    "  --kv T            KV cache type: f32 (default) or f16 (half the memory; logits move by ~1e-3..0.3)\n"   \
     "  --max-text N      bytes of text before the cursor the model sees (default 1024)\n"                    \
     "  --focused         constrained steps compute only the allowed tokens' logits (faster, renormalized)\n" \
     "  --threads N       worker threads (default 2)\n"                                                       \
@@ -82,7 +83,7 @@ int cmd_type(int argc, char **argv);
     "text stays context), Ctrl-U clears, Ctrl-C or Ctrl-D quits.\n" HELP_COMMON
 
 typedef struct sess_opts {
-    const char *model, *mode, *text_file, *after, *context, *calib, *fit_out, *user_dict, *text, *min_prob, *count, *dump_out, *deadline, *idle;
+    const char *model, *mode, *text_file, *after, *context, *calib, *fit_out, *user_dict, *text, *min_prob, *count, *dump_out, *deadline, *idle, *kv;
     long k, max_tokens, threads, max_chars, from, beam, max_kv, max_text, doc_cache;
     int doc_cache_set;
     int json, learn, focused;
@@ -104,6 +105,7 @@ static int parse_opts(const char *cmd, const char *help, int argc, char **argv, 
         }
         if ((v = arg_str(&p, "-m", "--model"))) o->model = v;
         else if ((v = arg_str(&p, NULL, "--mode"))) o->mode = v;
+        else if ((v = arg_str(&p, NULL, "--kv"))) o->kv = v;
         else if ((v = arg_str(&p, NULL, "--text"))) o->text_file = v;
         else if ((v = arg_str(&p, NULL, "--after"))) o->after = v;
         else if ((v = arg_str(&p, NULL, "--context"))) o->context = v;
@@ -134,6 +136,8 @@ static int parse_opts(const char *cmd, const char *help, int argc, char **argv, 
     }
     if (o->count && strcmp(o->count, "presage") && strcmp(o->count, "chars"))
         return cli_usage_error(cmd, "--count must be presage or chars, not '%s'", o->count);
+    if (o->kv && strcmp(o->kv, "f32") && strcmp(o->kv, "f16"))
+        return cli_usage_error(cmd, "--kv must be f32 or f16, not '%s'", o->kv);
     if (o->mode && strcmp(o->mode, "text") && strcmp(o->mode, "code") && strcmp(o->mode, "shell"))
         return cli_usage_error(cmd, "--mode must be text, code or shell, not '%s'", o->mode);
     return CLI_OK;
@@ -190,6 +194,7 @@ static int open_session(const char *cmd, const sess_opts *o, long k_default, ses
     if (o->max_tokens) sp.max_tokens = (int32_t)o->max_tokens;
     if (o->beam) sp.beam = (int32_t)o->beam;
     if (o->max_kv) sp.max_kv_size = (int32_t)o->max_kv;
+    if (o->kv && !strcmp(o->kv, "f16")) sp.kv_type = LAYA_KV_F16;
     if (o->max_text) sp.max_text = (int32_t)o->max_text;
     if (o->doc_cache_set) sp.doc_cache_bytes = (int32_t)o->doc_cache;
     sp.focused_output = o->focused;

@@ -153,6 +153,15 @@ typedef struct kn_ops {
      * itself, and the model loader gives it that form. Every table's matmul takes every P16 type (the
      * others through the scalar table, which is the reference for the layout but asks for none). */
     uint32_t packs;
+    /* attn_v and attn_qk for a KV cache held in F16 (laya_context_params.kv_type): the same contracts,
+     * value and key elements fp16 bit patterns; each element converted exactly, then the F32 path's
+     * arithmetic, so a call gives the bits the F32 kernel gives on the converted cache. */
+    void (*attn_v16)(const float *w, size_t w_stride, int nh, const uint16_t *v0, int64_t n0, const uint16_t *v,
+                     size_t v_stride, int64_t npos, int64_t d, float *out, size_t out_stride);
+    void (*attn_qk16)(const float *q, size_t q_stride, int nh, const uint16_t *kt, size_t kt_stride, int64_t npos,
+                      int64_t d, float scale, float *s, size_t s_stride, float *mx);
+    /* y[i] = x[i] rounded to fp16, nearest even (f32_to_fp16's bits for finite values) */
+    void (*to_f16)(const float *x, uint16_t *y, int64_t n);
 } kn_ops;
 
 /* The best table this CPU supports (cached after the first call; thread-safe). The environment variable

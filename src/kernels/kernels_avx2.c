@@ -1337,21 +1337,32 @@ static void avx2_silu_mul(float *g, const float *u, int64_t n) {
     }
 }
 
+/* Keys and values in the context's KV type, F32 or F16 (kn_ops.attn_qk16): element i at p, one of them,
+ * and 8 from i on, as floats (F16 converted exactly, so the arithmetic after the load is the F32 path's). */
+INLINE const void *kv_at(const void *p, size_t i, int f16) { return (const char *)p + i * (f16 ? 2 : 4); }
+INLINE float kv_get(const void *p, size_t i, int f16) {
+    return f16 ? fp16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+INLINE __m256 kv_load8(const void *p, size_t i, int f16) {
+    if (f16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i)));
+    return _mm256_loadu_ps((const float *)p + i);
+}
+
 /* hn heads x nc vectors of 8 columns (hn * nc = 8 accumulators: two heads x 32 columns, or one head x
  * 64, so that a single head also has eight multiply-add chains); each value row is read once per tile.
  * Every output is summed in position order, so the bits do not depend on the tiling. */
-INLINE void v_tile8(const float *w, size_t w_stride, int hn, int nc, const float *v0, int64_t n0, const float *v,
-                    size_t v_stride, int64_t npos, int64_t j0, float *out, size_t out_stride) {
+INLINE void v_tile8(const float *w, size_t w_stride, int hn, int nc, const void *v0, int64_t n0, const void *v,
+                    size_t v_stride, int64_t npos, int64_t j0, float *out, size_t out_stride, int f16) {
     __m256 acc[2][8];
 #pragma GCC unroll 2
     for (int h = 0; h < hn; h++)
 #pragma GCC unroll 8
         for (int c = 0; c < nc; c++) acc[h][c] = _mm256_setzero_ps();
     for (int64_t p = 0; p < npos; p++) {
-        const float *vr = (p < n0 ? v0 : v) + (size_t)p * v_stride + (size_t)j0;
+        const void *vr = kv_at(p < n0 ? v0 : v, (size_t)p * v_stride + (size_t)j0, f16);
         __m256 x[8];
 #pragma GCC unroll 8
-        for (int c = 0; c < nc; c++) x[c] = _mm256_loadu_ps(vr + 8 * c);
+        for (int c = 0; c < nc; c++) x[c] = kv_load8(vr, (size_t)(8 * c), f16);
 #pragma GCC unroll 2
         for (int h = 0; h < hn; h++) {
             const __m256 a = _mm256_broadcast_ss(w + (size_t)h * w_stride + (size_t)p);
@@ -1365,29 +1376,39 @@ INLINE void v_tile8(const float *w, size_t w_stride, int hn, int nc, const float
         for (int c = 0; c < nc; c++) _mm256_storeu_ps(out + (size_t)h * out_stride + (size_t)j0 + 8 * c, acc[h][c]);
 }
 
-static void avx2_attn_v(const float *w, size_t w_stride, int nh, const float *v0, int64_t n0, const float *v,
-                        size_t v_stride, int64_t npos, int64_t d, float *out, size_t out_stride) {
+INLINE void v_all(const float *w, size_t w_stride, int nh, const void *v0, int64_t n0, const void *v, size_t v_stride,
+                  int64_t npos, int64_t d, float *out, size_t out_stride, int f16) {
     for (int h0 = 0; h0 < nh; h0 += 2) {
         const int hn = nh - h0 < 2 ? nh - h0 : 2;
         const float *wh = w + (size_t)h0 * w_stride;
         float *oh = out + (size_t)h0 * out_stride;
         int64_t j0 = 0;
         if (hn == 1)
-            for (; j0 + 64 <= d; j0 += 64) v_tile8(wh, w_stride, 1, 8, v0, n0, v, v_stride, npos, j0, oh, out_stride);
+            for (; j0 + 64 <= d; j0 += 64) v_tile8(wh, w_stride, 1, 8, v0, n0, v, v_stride, npos, j0, oh, out_stride, f16);
         for (; j0 + 32 <= d; j0 += 32) {
-            if (hn == 1) v_tile8(wh, w_stride, 1, 4, v0, n0, v, v_stride, npos, j0, oh, out_stride);
-            else v_tile8(wh, w_stride, 2, 4, v0, n0, v, v_stride, npos, j0, oh, out_stride);
+            if (hn == 1) v_tile8(wh, w_stride, 1, 4, v0, n0, v, v_stride, npos, j0, oh, out_stride, f16);
+            else v_tile8(wh, w_stride, 2, 4, v0, n0, v, v_stride, npos, j0, oh, out_stride, f16);
         }
         for (int h = 0; h < hn && j0 < d; h++) { /* columns past the last 32: plain loops */
             float *o = oh + (size_t)h * out_stride;
             for (int64_t j = j0; j < d; j++) o[j] = 0;
             for (int64_t p = 0; p < npos; p++) {
                 float a = wh[(size_t)h * w_stride + (size_t)p];
-                const float *vr = (p < n0 ? v0 : v) + (size_t)p * v_stride;
-                for (int64_t j = j0; j < d; j++) o[j] += a * vr[j];
+                const void *vr = kv_at(p < n0 ? v0 : v, (size_t)p * v_stride, f16);
+                for (int64_t j = j0; j < d; j++) o[j] += a * kv_get(vr, (size_t)j, f16);
             }
         }
     }
+}
+
+static void avx2_attn_v(const float *w, size_t w_stride, int nh, const float *v0, int64_t n0, const float *v,
+                        size_t v_stride, int64_t npos, int64_t d, float *out, size_t out_stride) {
+    v_all(w, w_stride, nh, v0, n0, v, v_stride, npos, d, out, out_stride, 0);
+}
+
+static void avx2_attn_v16(const float *w, size_t w_stride, int nh, const uint16_t *v0, int64_t n0, const uint16_t *v,
+                          size_t v_stride, int64_t npos, int64_t d, float *out, size_t out_stride) {
+    v_all(w, w_stride, nh, v0, n0, v, v_stride, npos, d, out, out_stride, 1);
 }
 
 /* Raw scores of hn heads (1..3) against nb blocks of 16 positions (kb: the first block, blocks
@@ -1397,8 +1418,8 @@ static void avx2_attn_v(const float *w, size_t w_stride, int nh, const float *v0
  * nb, so a head's scores are the same bits alone or beside others, and whichever tile its block is in;
  * one head takes two blocks at a time, so that there are eight chains. A partial block is read with
  * masked loads (the positions past the end are never touched) and stored in part. */
-INLINE void qk_tile8(const float *q, size_t q_stride, int hn, const float *kb, size_t kt_stride, int nb, int np,
-                     int64_t d, float *s, size_t s_stride) {
+INLINE void qk_tile8(const float *q, size_t q_stride, int hn, const void *kb, size_t kt_stride, int nb, int np,
+                     int64_t d, float *s, size_t s_stride, int f16) {
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(np), lane);
     const __m256i m2 = _mm256_cmpgt_epi32(_mm256_set1_epi32(np - 8), lane);
@@ -1414,11 +1435,18 @@ INLINE void qk_tile8(const float *q, size_t q_stride, int hn, const float *kb, s
         __m256 kv[4];
 #pragma GCC unroll 2
         for (int b = 0; b < nb; b++) {
-            const float *kr = kb + (size_t)b * kt_stride + (size_t)j * 16;
-            if (b == nb - 1 && np < 16)
-                kv[2 * b] = _mm256_maskload_ps(kr, m1), kv[2 * b + 1] = _mm256_maskload_ps(kr + 8, m2);
-            else
-                kv[2 * b] = _mm256_loadu_ps(kr), kv[2 * b + 1] = _mm256_loadu_ps(kr + 8);
+            const size_t kr = (size_t)b * kt_stride + (size_t)j * 16;
+            if (f16) { /* a whole block is always there (the cache holds whole blocks); the lanes past np zeroed */
+                kv[2 * b] = kv_load8(kb, kr, 1), kv[2 * b + 1] = kv_load8(kb, kr + 8, 1);
+                if (b == nb - 1 && np < 16)
+                    kv[2 * b] = _mm256_and_ps(kv[2 * b], _mm256_castsi256_ps(m1)),
+                    kv[2 * b + 1] = _mm256_and_ps(kv[2 * b + 1], _mm256_castsi256_ps(m2));
+            } else if (b == nb - 1 && np < 16) {
+                kv[2 * b] = _mm256_maskload_ps((const float *)kb + kr, m1);
+                kv[2 * b + 1] = _mm256_maskload_ps((const float *)kb + kr + 8, m2);
+            } else {
+                kv[2 * b] = kv_load8(kb, kr, 0), kv[2 * b + 1] = kv_load8(kb, kr + 8, 0);
+            }
         }
 #pragma GCC unroll 3
         for (int h = 0; h < hn; h++) {
@@ -1443,8 +1471,8 @@ INLINE void qk_tile8(const float *q, size_t q_stride, int hn, const float *kb, s
 
 /* Heads in threes against one block of 16 positions at a time (a single head: two blocks), then
  * scaled, with the maxima. */
-static void avx2_attn_qk(const float *q, size_t q_stride, int nh, const float *kt, size_t kt_stride, int64_t npos,
-                         int64_t d, float scale, float *s, size_t s_stride, float *mx) {
+INLINE void qk_all(const float *q, size_t q_stride, int nh, const void *kt, size_t kt_stride, int64_t npos, int64_t d,
+                   float scale, float *s, size_t s_stride, float *mx, int f16) {
     for (int h0 = 0; h0 < nh; h0 += 3) {
         const int hn = nh - h0 < 3 ? nh - h0 : 3;
         const float *qh = q + (size_t)h0 * q_stride;
@@ -1453,17 +1481,34 @@ static void avx2_attn_qk(const float *q, size_t q_stride, int nh, const float *k
             const int64_t left = npos - p0;
             const int nb = hn == 1 && left > 16 ? 2 : 1;
             const int np = (int)LAYA_MIN(16, left - 16 * (nb - 1));
-            const float *kb = kt + (size_t)(p0 / 16) * kt_stride;
+            const void *kb = kv_at(kt, (size_t)(p0 / 16) * kt_stride, f16);
             switch (hn * 2 + nb) {
-            case 3: qk_tile8(qh, q_stride, 1, kb, kt_stride, 1, np, d, sh + p0, s_stride); break;
-            case 4: qk_tile8(qh, q_stride, 1, kb, kt_stride, 2, np, d, sh + p0, s_stride); break;
-            case 5: qk_tile8(qh, q_stride, 2, kb, kt_stride, 1, np, d, sh + p0, s_stride); break;
-            default: qk_tile8(qh, q_stride, 3, kb, kt_stride, 1, np, d, sh + p0, s_stride); break;
+            case 3: qk_tile8(qh, q_stride, 1, kb, kt_stride, 1, np, d, sh + p0, s_stride, f16); break;
+            case 4: qk_tile8(qh, q_stride, 1, kb, kt_stride, 2, np, d, sh + p0, s_stride, f16); break;
+            case 5: qk_tile8(qh, q_stride, 2, kb, kt_stride, 1, np, d, sh + p0, s_stride, f16); break;
+            default: qk_tile8(qh, q_stride, 3, kb, kt_stride, 1, np, d, sh + p0, s_stride, f16); break;
             }
             p0 += 16 * (nb - 1) + np;
         }
     }
     kn_scale_max(s, s_stride, nh, npos, scale, mx);
+}
+
+static void avx2_attn_qk(const float *q, size_t q_stride, int nh, const float *kt, size_t kt_stride, int64_t npos,
+                         int64_t d, float scale, float *s, size_t s_stride, float *mx) {
+    qk_all(q, q_stride, nh, kt, kt_stride, npos, d, scale, s, s_stride, mx, 0);
+}
+
+static void avx2_attn_qk16(const float *q, size_t q_stride, int nh, const uint16_t *kt, size_t kt_stride, int64_t npos,
+                           int64_t d, float scale, float *s, size_t s_stride, float *mx) {
+    qk_all(q, q_stride, nh, kt, kt_stride, npos, d, scale, s, s_stride, mx, 1);
+}
+
+static void avx2_to_f16(const float *x, uint16_t *y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(y + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    for (; i < n; i++) y[i] = f32_to_fp16(x[i]);
 }
 
 #ifdef KN_AVXVNNI
@@ -1479,4 +1524,4 @@ const kn_ops kn_avx2_ops = {"avx2",
                             avx2_quantize_act, avx2_matmul, avx2_dot_f32, avx2_axpy_f32, avx2_matmul_mlx,
                             avx2_exp_sum, avx2_attn_v,
                             avx2_attn_qk, avx2_silu_mul,
-                            P2_PACKS};
+                            P2_PACKS, avx2_attn_v16, avx2_attn_qk16, avx2_to_f16};

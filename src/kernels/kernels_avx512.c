@@ -1699,25 +1699,34 @@ static void avx512_silu_mul(float *g, const float *u, int64_t n) {
     }
 }
 
+/* Keys and values in the context's KV type, F32 or F16 (kn_ops.attn_qk16): element i at p, and 16 of them
+ * from i on as floats (the F16 ones converted exactly, so the arithmetic after the load is the F32 path's). */
+INLINE const void *kv_at(const void *p, size_t i, int f16) { return (const char *)p + i * (f16 ? 2 : 4); }
+INLINE __m512 kv_load(const void *p, size_t i, __mmask16 m, int f16) {
+    if (f16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)p + i));
+    return _mm512_maskz_loadu_ps(m, (const float *)p + i);
+}
+
 /* hn (1..4, a constant after inlining, so the accumulators stay in registers) heads x 64 columns from
  * column j0; each value row is read once for the hn heads. Each head's sums are taken in position order
  * whatever hn is, so a head gives the same bits alone or beside others; rows below n0 come from v0. */
-INLINE void v_tile(const float *w, size_t w_stride, int hn, const float *v0, int64_t n0, const float *v,
-                   size_t v_stride, int64_t npos, const __mmask16 m[4], int prefetch, float *out, size_t out_stride) {
+INLINE void v_tile(const float *w, size_t w_stride, int hn, const void *v0, int64_t n0, const void *v,
+                   size_t v_stride, int64_t npos, const __mmask16 m[4], int prefetch, float *out, size_t out_stride,
+                   int f16) {
     __m512 acc[4][4];
 #pragma GCC unroll 4
     for (int h = 0; h < 4; h++)
 #pragma GCC unroll 4
         for (int c = 0; c < 4; c++) acc[h][c] = _mm512_setzero_ps();
     for (int64_t p = 0; p < npos; p++) {
-        const float *vr = (p < n0 ? v0 : v) + (size_t)p * v_stride;
+        const void *vr = kv_at(p < n0 ? v0 : v, (size_t)p * v_stride, f16);
         if (prefetch) { /* strided value rows: the hardware prefetcher does not run ahead on them */
-            const float *ahead = (p + 8 < n0 ? v0 : v) + (size_t)(p + 8) * v_stride;
+            const void *ahead = kv_at(p + 8 < n0 ? v0 : v, (size_t)(p + 8) * v_stride, f16);
             _mm_prefetch((const char *)ahead, _MM_HINT_T0);
-            if (m[2]) _mm_prefetch((const char *)(ahead + 32), _MM_HINT_T0);
+            if (m[2]) _mm_prefetch((const char *)kv_at(ahead, 32, f16), _MM_HINT_T0);
         }
-        __m512 x0 = _mm512_maskz_loadu_ps(m[0], vr), x1 = _mm512_maskz_loadu_ps(m[1], vr + 16);
-        __m512 x2 = _mm512_maskz_loadu_ps(m[2], vr + 32), x3 = _mm512_maskz_loadu_ps(m[3], vr + 48);
+        __m512 x0 = kv_load(vr, 0, m[0], f16), x1 = kv_load(vr, 16, m[1], f16);
+        __m512 x2 = kv_load(vr, 32, m[2], f16), x3 = kv_load(vr, 48, m[3], f16);
 #pragma GCC unroll 4
         for (int h = 0; h < hn; h++) {
             __m512 a = _mm512_set1_ps(w[(size_t)h * w_stride + (size_t)p]);
@@ -1734,8 +1743,8 @@ INLINE void v_tile(const float *w, size_t w_stride, int hn, const float *v0, int
 }
 
 /* Up to 4 heads x 64 columns in 16 accumulators; each value row is read once per such tile. */
-static void avx512_attn_v(const float *w, size_t w_stride, int nh, const float *v0, int64_t n0, const float *v,
-                          size_t v_stride, int64_t npos, int64_t d, float *out, size_t out_stride) {
+INLINE void v_all(const float *w, size_t w_stride, int nh, const void *v0, int64_t n0, const void *v, size_t v_stride,
+                  int64_t npos, int64_t d, float *out, size_t out_stride, int f16) {
     for (int h0 = 0; h0 < nh; h0 += 4) {
         int hn = nh - h0 < 4 ? nh - h0 : 4;
         const float *wh = w + (size_t)h0 * w_stride;
@@ -1745,17 +1754,27 @@ static void avx512_attn_v(const float *w, size_t w_stride, int nh, const float *
                 int64_t left = d - j0 - 16 * c;
                 m[c] = left >= 16 ? 0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
             }
-            const float *vj = v + j0, *vj0 = v0 + j0;
+            const void *vj = kv_at(v, (size_t)j0, f16), *vj0 = kv_at(v0, (size_t)j0, f16);
             float *o = out + (size_t)h0 * out_stride + (size_t)j0;
             int pf = h0 == 0 && v_stride > (size_t)d; /* rows that are not one contiguous stream */
             switch (hn) {
-            case 1: v_tile(wh, w_stride, 1, vj0, n0, vj, v_stride, npos, m, pf, o, out_stride); break;
-            case 2: v_tile(wh, w_stride, 2, vj0, n0, vj, v_stride, npos, m, pf, o, out_stride); break;
-            case 3: v_tile(wh, w_stride, 3, vj0, n0, vj, v_stride, npos, m, pf, o, out_stride); break;
-            default: v_tile(wh, w_stride, 4, vj0, n0, vj, v_stride, npos, m, pf, o, out_stride); break;
+            case 1: v_tile(wh, w_stride, 1, vj0, n0, vj, v_stride, npos, m, pf, o, out_stride, f16); break;
+            case 2: v_tile(wh, w_stride, 2, vj0, n0, vj, v_stride, npos, m, pf, o, out_stride, f16); break;
+            case 3: v_tile(wh, w_stride, 3, vj0, n0, vj, v_stride, npos, m, pf, o, out_stride, f16); break;
+            default: v_tile(wh, w_stride, 4, vj0, n0, vj, v_stride, npos, m, pf, o, out_stride, f16); break;
             }
         }
     }
+}
+
+static void avx512_attn_v(const float *w, size_t w_stride, int nh, const float *v0, int64_t n0, const float *v,
+                          size_t v_stride, int64_t npos, int64_t d, float *out, size_t out_stride) {
+    v_all(w, w_stride, nh, v0, n0, v, v_stride, npos, d, out, out_stride, 0);
+}
+
+static void avx512_attn_v16(const float *w, size_t w_stride, int nh, const uint16_t *v0, int64_t n0, const uint16_t *v,
+                            size_t v_stride, int64_t npos, int64_t d, float *out, size_t out_stride) {
+    v_all(w, w_stride, nh, v0, n0, v, v_stride, npos, d, out, out_stride, 1);
 }
 
 /* hn heads (1..4) x nv blocks of 16 positions (kt at the first, blocks kt_stride apart): for each key
@@ -1764,8 +1783,8 @@ static void avx512_attn_v(const float *w, size_t w_stride, int nh, const float *
  * independent multiply-add chains. sets depends on nv only, never on hn, so a head's scores are the same
  * bits alone or beside others. hn, nv and sets are constants after inlining: the accumulators stay in
  * registers. */
-INLINE void qk_tile(const float *q, size_t q_stride, int hn, const float *kt, size_t kt_stride, int nv, int sets,
-                    int64_t d, const __mmask16 *m, __m512 sv, float *s, size_t s_stride, __m512 *mxv) {
+INLINE void qk_tile(const float *q, size_t q_stride, int hn, const void *kt, size_t kt_stride, int nv, int sets,
+                    int64_t d, const __mmask16 *m, __m512 sv, float *s, size_t s_stride, __m512 *mxv, int f16) {
     __m512 acc[4][4][4]; /* [set][head][vector] */
 #pragma GCC unroll 4
     for (int u = 0; u < sets; u++)
@@ -1777,10 +1796,9 @@ INLINE void qk_tile(const float *q, size_t q_stride, int hn, const float *kt, si
     for (; j + sets <= d; j += sets)
 #pragma GCC unroll 4
         for (int u = 0; u < sets; u++) {
-            const float *kr = kt + (size_t)(j + u) * 16;
             __m512 kv[4];
 #pragma GCC unroll 4
-            for (int c = 0; c < nv; c++) kv[c] = _mm512_maskz_loadu_ps(m[c], kr + (size_t)c * kt_stride);
+            for (int c = 0; c < nv; c++) kv[c] = kv_load(kt, (size_t)(j + u) * 16 + (size_t)c * kt_stride, m[c], f16);
 #pragma GCC unroll 4
             for (int h = 0; h < hn; h++) {
                 __m512 a = _mm512_set1_ps(q[(size_t)h * q_stride + (size_t)(j + u)]);
@@ -1789,13 +1807,12 @@ INLINE void qk_tile(const float *q, size_t q_stride, int hn, const float *kt, si
             }
         }
     for (; j < d; j++) { /* d not a multiple of sets: the last dimensions into set 0 */
-        const float *kr = kt + (size_t)j * 16;
 #pragma GCC unroll 4
         for (int h = 0; h < hn; h++) {
             __m512 a = _mm512_set1_ps(q[(size_t)h * q_stride + (size_t)j]);
 #pragma GCC unroll 4
             for (int c = 0; c < nv; c++)
-                acc[0][h][c] = _mm512_fmadd_ps(a, _mm512_maskz_loadu_ps(m[c], kr + (size_t)c * kt_stride), acc[0][h][c]);
+                acc[0][h][c] = _mm512_fmadd_ps(a, kv_load(kt, (size_t)j * 16 + (size_t)c * kt_stride, m[c], f16), acc[0][h][c]);
         }
     }
 #pragma GCC unroll 4
@@ -1813,51 +1830,70 @@ INLINE void qk_tile(const float *q, size_t q_stride, int hn, const float *kt, si
 
 /* Up to 4 heads at a time; positions in tiles of 64 (four vectors), the rest in one tile of up to four
  * vectors, the dimensions split over accumulator sets when it has one or two. */
-INLINE void qk_heads(const float *q, size_t q_stride, int hn, const float *kt, size_t kt_stride, int64_t npos,
-                     int64_t d, __m512 sv, float *s, size_t s_stride, float *mx) {
+INLINE void qk_heads(const float *q, size_t q_stride, int hn, const void *kt, size_t kt_stride, int64_t npos,
+                     int64_t d, __m512 sv, float *s, size_t s_stride, float *mx, int f16) {
     __m512 mxv[4];
 #pragma GCC unroll 4
     for (int h = 0; h < hn; h++) mxv[h] = _mm512_set1_ps(-INFINITY);
     const __mmask16 full[4] = {0xffff, 0xffff, 0xffff, 0xffff};
     int64_t p0 = 0;
     for (; p0 + 64 <= npos; p0 += 64)
-        qk_tile(q, q_stride, hn, kt + (size_t)(p0 / 16) * kt_stride, kt_stride, 4, 1, d, full, sv, s + p0,
-                s_stride, mxv);
+        qk_tile(q, q_stride, hn, kv_at(kt, (size_t)(p0 / 16) * kt_stride, f16), kt_stride, 4, 1, d, full, sv, s + p0,
+                s_stride, mxv, f16);
     if (p0 < npos) { /* the last 1-63 positions: one tile of 1-4 vectors, the last one masked */
         int64_t left = npos - p0;
-        kt += (size_t)(p0 / 16) * kt_stride;
+        kt = kv_at(kt, (size_t)(p0 / 16) * kt_stride, f16);
         int nv = (int)((left + 15) / 16);
         __mmask16 m[4] = {0xffff, 0xffff, 0xffff, 0xffff};
         m[nv - 1] = left % 16 ? (__mmask16)((1u << (left % 16)) - 1) : 0xffff;
-        if (nv == 1) qk_tile(q, q_stride, hn, kt, kt_stride, 1, 4, d, m, sv, s + p0, s_stride, mxv);
-        else if (nv == 2) qk_tile(q, q_stride, hn, kt, kt_stride, 2, 2, d, m, sv, s + p0, s_stride, mxv);
-        else if (nv == 3) qk_tile(q, q_stride, hn, kt, kt_stride, 3, 1, d, m, sv, s + p0, s_stride, mxv);
-        else qk_tile(q, q_stride, hn, kt, kt_stride, 4, 1, d, m, sv, s + p0, s_stride, mxv);
+        if (nv == 1) qk_tile(q, q_stride, hn, kt, kt_stride, 1, 4, d, m, sv, s + p0, s_stride, mxv, f16);
+        else if (nv == 2) qk_tile(q, q_stride, hn, kt, kt_stride, 2, 2, d, m, sv, s + p0, s_stride, mxv, f16);
+        else if (nv == 3) qk_tile(q, q_stride, hn, kt, kt_stride, 3, 1, d, m, sv, s + p0, s_stride, mxv, f16);
+        else qk_tile(q, q_stride, hn, kt, kt_stride, 4, 1, d, m, sv, s + p0, s_stride, mxv, f16);
     }
 #pragma GCC unroll 4
     for (int h = 0; h < hn; h++) mx[h] = _mm512_reduce_max_ps(mxv[h]);
 }
 
-static void avx512_attn_qk(const float *q, size_t q_stride, int nh, const float *kt, size_t kt_stride, int64_t npos,
-                           int64_t d, float scale, float *s, size_t s_stride, float *mx) {
+INLINE void qk_all(const float *q, size_t q_stride, int nh, const void *kt, size_t kt_stride, int64_t npos,
+                   int64_t d, float scale, float *s, size_t s_stride, float *mx, int f16) {
     const __m512 sv = _mm512_set1_ps(scale);
     for (int h0 = 0; h0 < nh; h0 += 4) {
         const float *qh = q + (size_t)h0 * q_stride;
         float *sh = s + (size_t)h0 * s_stride;
         switch (nh - h0) {
-        case 1: qk_heads(qh, q_stride, 1, kt, kt_stride, npos, d, sv, sh, s_stride, mx + h0); break;
-        case 2: qk_heads(qh, q_stride, 2, kt, kt_stride, npos, d, sv, sh, s_stride, mx + h0); break;
-        case 3: qk_heads(qh, q_stride, 3, kt, kt_stride, npos, d, sv, sh, s_stride, mx + h0); break;
-        default: qk_heads(qh, q_stride, 4, kt, kt_stride, npos, d, sv, sh, s_stride, mx + h0); break;
+        case 1: qk_heads(qh, q_stride, 1, kt, kt_stride, npos, d, sv, sh, s_stride, mx + h0, f16); break;
+        case 2: qk_heads(qh, q_stride, 2, kt, kt_stride, npos, d, sv, sh, s_stride, mx + h0, f16); break;
+        case 3: qk_heads(qh, q_stride, 3, kt, kt_stride, npos, d, sv, sh, s_stride, mx + h0, f16); break;
+        default: qk_heads(qh, q_stride, 4, kt, kt_stride, npos, d, sv, sh, s_stride, mx + h0, f16); break;
         }
     }
 }
+
+static void avx512_attn_qk(const float *q, size_t q_stride, int nh, const float *kt, size_t kt_stride, int64_t npos,
+                           int64_t d, float scale, float *s, size_t s_stride, float *mx) {
+    qk_all(q, q_stride, nh, kt, kt_stride, npos, d, scale, s, s_stride, mx, 0);
+}
+
+static void avx512_attn_qk16(const float *q, size_t q_stride, int nh, const uint16_t *kt, size_t kt_stride,
+                             int64_t npos, int64_t d, float scale, float *s, size_t s_stride, float *mx) {
+    qk_all(q, q_stride, nh, kt, kt_stride, npos, d, scale, s, s_stride, mx, 1);
+}
+
+static void avx512_to_f16(const float *x, uint16_t *y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256((__m256i *)(y + i), _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    for (; i < n; i++) y[i] = f32_to_fp16(x[i]);
+}
+
 
 const kn_ops kn_avx512_ops = {"avx512", avx512_quantize_act, avx512_matmul, avx512_dot_f32, avx512_axpy_f32,
                                avx512_matmul_mlx, avx512_exp_sum, avx512_attn_v, avx512_attn_qk,
                                avx512_silu_mul,
                                KN_PACKS(QT_Q8_0) | KN_PACKS(QT_Q4_0) | KN_PACKS(QT_Q4_1) | KN_PACKS(QT_Q5_0) |
-                                   KN_PACKS(QT_Q5_1) | KN_PACKS(QT_IQ4_NL) | KN_PACKS(QT_Q4_K) | KN_PACKS(QT_Q6_K)};
+                                   KN_PACKS(QT_Q5_1) | KN_PACKS(QT_IQ4_NL) | KN_PACKS(QT_Q4_K) | KN_PACKS(QT_Q6_K),
+                               avx512_attn_v16, avx512_attn_qk16, avx512_to_f16};
 
 #ifdef KN_POP_TARGET
 #pragma clang attribute pop

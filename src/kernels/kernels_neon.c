@@ -716,9 +716,20 @@ static inline void fma16(float32x4_t acc[4], float32x4_t x0, float32x4_t x1, flo
     acc[3] = vfmaq_n_f32(acc[3], x3, a);
 }
 
+/* Keys and values in the context's KV type, F32 or F16 (kn_ops.attn_qk16): element i at p, one of them,
+ * and 4 from i on, as floats (F16 converted exactly, so the arithmetic after the load is the F32 path's). */
+INLINE const void *kv_at(const void *p, size_t i, int f16) { return (const char *)p + i * (f16 ? 2 : 4); }
+INLINE float kv_get(const void *p, size_t i, int f16) {
+    return f16 ? fp16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+INLINE float32x4_t kv_load4(const void *p, size_t i, int f16) {
+    if (f16) return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)p + i)));
+    return vld1q_f32((const float *)p + i);
+}
+
 /* Up to 2 heads x 16 columns in 8 accumulators; each value row is read once per such tile. */
-static void neon_attn_v(const float *w, size_t w_stride, int nh, const float *v0, int64_t n0, const float *v,
-                        size_t v_stride, int64_t npos, int64_t d, float *out, size_t out_stride) {
+INLINE void v_all(const float *w, size_t w_stride, int nh, const void *v0, int64_t n0, const void *v, size_t v_stride,
+                  int64_t npos, int64_t d, float *out, size_t out_stride, int f16) {
     int64_t dv = d / 16 * 16;
     for (int h0 = 0; h0 < nh; h0 += 2) {
         int hn = nh - h0 < 2 ? nh - h0 : 2;
@@ -727,8 +738,9 @@ static void neon_attn_v(const float *w, size_t w_stride, int nh, const float *v0
             for (int h = 0; h < 2; h++)
                 for (int c = 0; c < 4; c++) acc[h][c] = vdupq_n_f32(0);
             for (int64_t p = 0; p < npos; p++) {
-                const float *vr = (p < n0 ? v0 : v) + (size_t)p * v_stride + (size_t)j0;
-                float32x4_t x0 = vld1q_f32(vr), x1 = vld1q_f32(vr + 4), x2 = vld1q_f32(vr + 8), x3 = vld1q_f32(vr + 12);
+                const void *vr = kv_at(p < n0 ? v0 : v, (size_t)p * v_stride + (size_t)j0, f16);
+                float32x4_t x0 = kv_load4(vr, 0, f16), x1 = kv_load4(vr, 4, f16), x2 = kv_load4(vr, 8, f16),
+                            x3 = kv_load4(vr, 12, f16);
                 for (int h = 0; h < hn; h++) fma16(acc[h], x0, x1, x2, x3, w[(size_t)(h0 + h) * w_stride + (size_t)p]);
             }
             for (int h = 0; h < hn; h++) {
@@ -741,19 +753,29 @@ static void neon_attn_v(const float *w, size_t w_stride, int nh, const float *v0
             for (int64_t j = dv; j < d; j++) o[j] = 0;
             for (int64_t p = 0; p < npos; p++) {
                 float a = w[(size_t)(h0 + h) * w_stride + (size_t)p];
-                const float *vr = (p < n0 ? v0 : v) + (size_t)p * v_stride;
-                for (int64_t j = dv; j < d; j++) o[j] += a * vr[j];
+                const void *vr = kv_at(p < n0 ? v0 : v, (size_t)p * v_stride, f16);
+                for (int64_t j = dv; j < d; j++) o[j] += a * kv_get(vr, (size_t)j, f16);
             }
         }
     }
 }
 
+static void neon_attn_v(const float *w, size_t w_stride, int nh, const float *v0, int64_t n0, const float *v,
+                        size_t v_stride, int64_t npos, int64_t d, float *out, size_t out_stride) {
+    v_all(w, w_stride, nh, v0, n0, v, v_stride, npos, d, out, out_stride, 0);
+}
+
+static void neon_attn_v16(const float *w, size_t w_stride, int nh, const uint16_t *v0, int64_t n0, const uint16_t *v,
+                          size_t v_stride, int64_t npos, int64_t d, float *out, size_t out_stride) {
+    v_all(w, w_stride, nh, v0, n0, v, v_stride, npos, d, out, out_stride, 1);
+}
+
 /* One block of 16 positions (four vectors) for up to two heads at a time, the key block read once per pair;
  * a partial last block is computed whole from a zero-padded copy. Then scaled, with the maxima. */
-static void neon_attn_qk(const float *q, size_t q_stride, int nh, const float *kt, size_t kt_stride, int64_t npos,
-                         int64_t d, float scale, float *s, size_t s_stride, float *mx) {
+INLINE void qk_all(const float *q, size_t q_stride, int nh, const void *kt, size_t kt_stride, int64_t npos, int64_t d,
+                   float scale, float *s, size_t s_stride, float *mx, int f16) {
     for (int64_t p0 = 0; p0 < npos; p0 += 16) {
-        const float *kb = kt + (size_t)(p0 / 16) * kt_stride;
+        const void *kb = kv_at(kt, (size_t)(p0 / 16) * kt_stride, f16);
         int np = npos - p0 < 16 ? (int)(npos - p0) : 16;
         for (int h0 = 0; h0 < nh; h0 += 2) {
             int hn = nh - h0 < 2 ? nh - h0 : 2;
@@ -762,12 +784,14 @@ static void neon_attn_qk(const float *q, size_t q_stride, int nh, const float *k
                 for (int c = 0; c < 4; c++) acc[h][c] = vdupq_n_f32(0);
             for (int64_t j = 0; j < d; j++) {
                 float t[16] = {0};
-                const float *kr = kb + j * 16;
+                const void *kr = kv_at(kb, (size_t)j * 16, f16);
+                int kf = f16;
                 if (np < 16) {
-                    memcpy(t, kr, (size_t)np * sizeof(float));
-                    kr = t;
+                    for (int e = 0; e < np; e++) t[e] = kv_get(kr, (size_t)e, f16);
+                    kr = t, kf = 0;
                 }
-                float32x4_t k0 = vld1q_f32(kr), k1 = vld1q_f32(kr + 4), k2 = vld1q_f32(kr + 8), k3 = vld1q_f32(kr + 12);
+                float32x4_t k0 = kv_load4(kr, 0, kf), k1 = kv_load4(kr, 4, kf), k2 = kv_load4(kr, 8, kf),
+                            k3 = kv_load4(kr, 12, kf);
                 for (int h = 0; h < hn; h++) fma16(acc[h], k0, k1, k2, k3, q[(size_t)(h0 + h) * q_stride + (size_t)j]);
             }
             for (int h = 0; h < hn; h++) {
@@ -780,6 +804,23 @@ static void neon_attn_qk(const float *q, size_t q_stride, int nh, const float *k
     kn_scale_max(s, s_stride, nh, npos, scale, mx);
 }
 
+static void neon_attn_qk(const float *q, size_t q_stride, int nh, const float *kt, size_t kt_stride, int64_t npos,
+                         int64_t d, float scale, float *s, size_t s_stride, float *mx) {
+    qk_all(q, q_stride, nh, kt, kt_stride, npos, d, scale, s, s_stride, mx, 0);
+}
+
+static void neon_attn_qk16(const float *q, size_t q_stride, int nh, const uint16_t *kt, size_t kt_stride, int64_t npos,
+                           int64_t d, float scale, float *s, size_t s_stride, float *mx) {
+    qk_all(q, q_stride, nh, kt, kt_stride, npos, d, scale, s, s_stride, mx, 1);
+}
+
+/* fcvtn rounds by FPCR, nearest even unless a caller changed it: f32_to_fp16's bits for finite values */
+static void neon_to_f16(const float *x, uint16_t *y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) vst1_u16(y + i, vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(x + i))));
+    for (; i < n; i++) y[i] = f32_to_fp16(x[i]);
+}
+
 #ifdef KN_NEON_DOT
 #define NEON_TABLE kn_neondot_ops
 #define NEON_NAME "neondot"
@@ -788,4 +829,5 @@ static void neon_attn_qk(const float *q, size_t q_stride, int nh, const float *k
 #define NEON_NAME "neon"
 #endif
 const kn_ops NEON_TABLE = {NEON_NAME,    neon_quantize_act, neon_matmul,   neon_dot_f32,  neon_axpy_f32, neon_matmul_mlx,
-                           neon_exp_sum, neon_attn_v,       neon_attn_qk,  neon_silu_mul, 0};
+                           neon_exp_sum, neon_attn_v,       neon_attn_qk,  neon_silu_mul, 0,
+                           neon_attn_v16, neon_attn_qk16,   neon_to_f16};

@@ -288,5 +288,41 @@ static void ref_attn_qk(const float *q, size_t q_stride, int nh, const float *kt
     }
 }
 
+/* The F16 cache's kernels: each element converted, then ref_attn_v's and ref_attn_qk's arithmetic. */
+static void ref_attn_v16(const float *w, size_t w_stride, int nh, const uint16_t *v0, int64_t n0, const uint16_t *v,
+                         size_t v_stride, int64_t npos, int64_t d, float *out, size_t out_stride) {
+    for (int h = 0; h < nh; h++) {
+        float *o = out + (size_t)h * out_stride;
+        for (int64_t j = 0; j < d; j++) o[j] = 0;
+        for (int64_t p = 0; p < npos; p++) {
+            float a = w[(size_t)h * w_stride + (size_t)p];
+            const uint16_t *vr = (p < n0 ? v0 : v) + (size_t)p * v_stride;
+            for (int64_t j = 0; j < d; j++) o[j] += a * fp16_to_f32(vr[j]);
+        }
+    }
+}
+
+static void ref_attn_qk16(const float *q, size_t q_stride, int nh, const uint16_t *kt, size_t kt_stride, int64_t npos,
+                          int64_t d, float scale, float *s, size_t s_stride, float *mx) {
+    for (int h = 0; h < nh; h++) {
+        const float *qh = q + (size_t)h * q_stride;
+        float m = -INFINITY;
+        for (int64_t p = 0; p < npos; p++) {
+            float acc = 0;
+            const uint16_t *kb = kt + (size_t)(p / 16) * kt_stride + (size_t)(p % 16);
+            for (int64_t j = 0; j < d; j++) acc += qh[j] * fp16_to_f32(kb[(size_t)j * 16]);
+            float v = scale * acc;
+            s[(size_t)h * s_stride + (size_t)p] = v;
+            if (v > m) m = v;
+        }
+        mx[h] = m;
+    }
+}
+
+static void ref_to_f16(const float *x, uint16_t *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = f32_to_fp16(x[i]);
+}
+
 const kn_ops kn_ref_ops = {"scalar", ref_quantize_act, ref_matmul, ref_dot_f32, ref_axpy_f32, ref_matmul_mlx,
-                           ref_exp_sum, ref_attn_v, ref_attn_qk, ref_silu_mul, 0};
+                           ref_exp_sum, ref_attn_v, ref_attn_qk, ref_silu_mul, 0, ref_attn_v16, ref_attn_qk16,
+                           ref_to_f16};
