@@ -1036,7 +1036,7 @@ static void test_attn_f16(void) {
     float *q = malloc(17 * qs * sizeof(float)), *k = malloc(nblk * ks * sizeof(float)), *kf = malloc(nblk * ks * sizeof(float));
     float *v = malloc(300 * vs * sizeof(float)), *vf = malloc(300 * vs * sizeof(float));
     uint16_t *kh = malloc(nblk * ks * sizeof(uint16_t)), *vh = malloc(300 * vs * sizeof(uint16_t));
-    float *s0 = malloc(17 * ss * sizeof(float)), *s1 = malloc(17 * ss * sizeof(float));
+    float *s0 = malloc(17 * ss * sizeof(float));
     float *o0 = malloc(17 * vs * sizeof(float)), *o1 = malloc(17 * vs * sizeof(float));
     for (size_t i = 0; i < 17 * qs; i++) q[i] = frnd();
     for (size_t i = 0; i < nblk * ks; i++) k[i] = frnd() * 3;
@@ -1089,7 +1089,7 @@ static void test_attn_f16(void) {
         for (int i = 0; i < n; i++) ebad += eh[i] != f32_to_fp16(e[i]);
         CHECK(ebad == 0, "%s to_f16: %d edge values not f32_to_fp16's", kn->name, ebad);
     }
-    free(q), free(k), free(kf), free(v), free(vf), free(kh), free(vh), free(s0), free(s1), free(o0), free(o1);
+    free(q), free(k), free(kf), free(v), free(vf), free(kh), free(vh), free(s0), free(o0), free(o1);
 }
 
 static void test_dispatch(void) {

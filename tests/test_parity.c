@@ -81,7 +81,7 @@ static double check_model(const char *name, const char *variant, const ref_t *r,
     char path[256], label[64];
     const char *dir = getenv("LAYA_FIXTURES");
     snprintf(path, sizeof path, "%s/tiny-%s-%s.gguf", dir ? dir : "build/fixtures", name, variant);
-    snprintf(label, sizeof label, "%s %s", name, variant);
+    snprintf(label, sizeof label, "%s %s%s", name, variant, parity_kv_type == LAYA_KV_F16 ? " F16 KV" : "");
     laya_model *m = NULL;
     laya_context *c = NULL;
     if (!open_model(path, &m, &c)) return 0;
@@ -165,6 +165,13 @@ int main(void) {
         if (!ok) continue;
         check_model(names[i], "f32", &r, 1);
         check_model(names[i], "f16", &r, 1);
+        /* An F16 KV cache: logits within 1e-2 of transformers' (3-5e-3 measured), top-8 order but where the
+         * reference's gap is under 1e-2, where rounding the keys and values may swap two ranks */
+        parity_kv_type = LAYA_KV_F16, parity_tie = 1e-2;
+        check_model(names[i], "f32", &r, 1);
+        double a8h = check_model(names[i], "q8_0", &r, 0);
+        CHECK(a8h >= 0.95, "%s Q8_0, F16 KV: top-1 agreement %.3f < 0.95", names[i], a8h);
+        parity_kv_type = LAYA_KV_F32, parity_tie = 2e-3;
         double a8 = check_model(names[i], "q8_0", &r, 0);
         double a4 = check_model(names[i], "q4_0", &r, 0);
         CHECK(a8 >= 0.95, "%s Q8_0 top-1 agreement %.3f < 0.95", names[i], a8);

@@ -243,17 +243,31 @@ static float ref_exp_sum(const float *x, float shift, float *y, int64_t n) {
     return (float)s;
 }
 
-static void ref_attn_v(const float *w, size_t w_stride, int nh, const float *v0, int64_t n0, const float *v,
-                       size_t v_stride, int64_t npos, int64_t d, float *out, size_t out_stride) {
+/* An element of a KV cache of either type (kn_ops.attn_qk16: F16 elements converted exactly). */
+static float kv_get(const void *p, size_t i, int f16) {
+    return f16 ? fp16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+
+static void attn_v_any(const float *w, size_t w_stride, int nh, const void *v0, int64_t n0, const void *v,
+                       size_t v_stride, int64_t npos, int64_t d, float *out, size_t out_stride, int f16) {
     for (int h = 0; h < nh; h++) {
         float *o = out + (size_t)h * out_stride;
         for (int64_t j = 0; j < d; j++) o[j] = 0;
         for (int64_t p = 0; p < npos; p++) {
             float a = w[(size_t)h * w_stride + (size_t)p];
-            const float *vr = (p < n0 ? v0 : v) + (size_t)p * v_stride;
-            for (int64_t j = 0; j < d; j++) o[j] += a * vr[j];
+            for (int64_t j = 0; j < d; j++) o[j] += a * kv_get(p < n0 ? v0 : v, (size_t)p * v_stride + (size_t)j, f16);
         }
     }
+}
+
+static void ref_attn_v(const float *w, size_t w_stride, int nh, const float *v0, int64_t n0, const float *v,
+                       size_t v_stride, int64_t npos, int64_t d, float *out, size_t out_stride) {
+    attn_v_any(w, w_stride, nh, v0, n0, v, v_stride, npos, d, out, out_stride, 0);
+}
+
+static void ref_attn_v16(const float *w, size_t w_stride, int nh, const uint16_t *v0, int64_t n0, const uint16_t *v,
+                         size_t v_stride, int64_t npos, int64_t d, float *out, size_t out_stride) {
+    attn_v_any(w, w_stride, nh, v0, n0, v, v_stride, npos, d, out, out_stride, 1);
 }
 
 static void ref_silu_mul(float *g, const float *u, int64_t n) {
@@ -271,15 +285,15 @@ void kn_scale_max(float *s, size_t s_stride, int nh, int64_t npos, float scale, 
     }
 }
 
-static void ref_attn_qk(const float *q, size_t q_stride, int nh, const float *kt, size_t kt_stride, int64_t npos,
-                        int64_t d, float scale, float *s, size_t s_stride, float *mx) {
+static void attn_qk_any(const float *q, size_t q_stride, int nh, const void *kt, size_t kt_stride, int64_t npos,
+                        int64_t d, float scale, float *s, size_t s_stride, float *mx, int f16) {
     for (int h = 0; h < nh; h++) {
         const float *qh = q + (size_t)h * q_stride;
         float m = -INFINITY;
         for (int64_t p = 0; p < npos; p++) {
             float acc = 0;
-            const float *kb = kt + (size_t)(p / 16) * kt_stride + (size_t)(p % 16);
-            for (int64_t j = 0; j < d; j++) acc += qh[j] * kb[(size_t)j * 16];
+            size_t kb = (size_t)(p / 16) * kt_stride + (size_t)(p % 16);
+            for (int64_t j = 0; j < d; j++) acc += qh[j] * kv_get(kt, kb + (size_t)j * 16, f16);
             float v = scale * acc;
             s[(size_t)h * s_stride + (size_t)p] = v;
             if (v > m) m = v;
@@ -288,35 +302,14 @@ static void ref_attn_qk(const float *q, size_t q_stride, int nh, const float *kt
     }
 }
 
-/* The F16 cache's kernels: each element converted, then ref_attn_v's and ref_attn_qk's arithmetic. */
-static void ref_attn_v16(const float *w, size_t w_stride, int nh, const uint16_t *v0, int64_t n0, const uint16_t *v,
-                         size_t v_stride, int64_t npos, int64_t d, float *out, size_t out_stride) {
-    for (int h = 0; h < nh; h++) {
-        float *o = out + (size_t)h * out_stride;
-        for (int64_t j = 0; j < d; j++) o[j] = 0;
-        for (int64_t p = 0; p < npos; p++) {
-            float a = w[(size_t)h * w_stride + (size_t)p];
-            const uint16_t *vr = (p < n0 ? v0 : v) + (size_t)p * v_stride;
-            for (int64_t j = 0; j < d; j++) o[j] += a * fp16_to_f32(vr[j]);
-        }
-    }
+static void ref_attn_qk(const float *q, size_t q_stride, int nh, const float *kt, size_t kt_stride, int64_t npos,
+                        int64_t d, float scale, float *s, size_t s_stride, float *mx) {
+    attn_qk_any(q, q_stride, nh, kt, kt_stride, npos, d, scale, s, s_stride, mx, 0);
 }
 
 static void ref_attn_qk16(const float *q, size_t q_stride, int nh, const uint16_t *kt, size_t kt_stride, int64_t npos,
                           int64_t d, float scale, float *s, size_t s_stride, float *mx) {
-    for (int h = 0; h < nh; h++) {
-        const float *qh = q + (size_t)h * q_stride;
-        float m = -INFINITY;
-        for (int64_t p = 0; p < npos; p++) {
-            float acc = 0;
-            const uint16_t *kb = kt + (size_t)(p / 16) * kt_stride + (size_t)(p % 16);
-            for (int64_t j = 0; j < d; j++) acc += qh[j] * fp16_to_f32(kb[(size_t)j * 16]);
-            float v = scale * acc;
-            s[(size_t)h * s_stride + (size_t)p] = v;
-            if (v > m) m = v;
-        }
-        mx[h] = m;
-    }
+    attn_qk_any(q, q_stride, nh, kt, kt_stride, npos, d, scale, s, s_stride, mx, 1);
 }
 
 static void ref_to_f16(const float *x, uint16_t *y, int64_t n) {
