@@ -430,7 +430,7 @@ laya_session_params laya_session_default_params(void) {
                              .prefetch_ms = 40,
                              .user_dict = NULL,
                              .doc_cache_bytes = 65536,
-                             .kv_type = LAYA_KV_F32};
+                             .kv_type = LAYA_KV_F16};
     return p;
 }
 

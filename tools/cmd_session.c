@@ -28,7 +28,7 @@ int cmd_type(int argc, char **argv);
     "  --max-tokens N    tokens per candidate (default 5)\n"                                                 \
     "  --beam B          hypotheses kept per step (default max(k, 8))\n"                                     \
     "  --max-kv N        positions per sequence slot (default 320)\n"                                        \
-    "  --kv T            KV cache type: f32 (default) or f16 (half the memory; logits move by ~1e-3..0.3)\n"   \
+    "  --kv T            KV cache type: f16 (default: half the memory) or f32\n"                             \
     "  --max-text N      bytes of text before the cursor the model sees (default 1024)\n"                    \
     "  --focused         constrained steps compute only the allowed tokens' logits (faster, renormalized)\n" \
     "  --threads N       worker threads (default 2)\n"                                                       \
@@ -194,7 +194,7 @@ static int open_session(const char *cmd, const sess_opts *o, long k_default, ses
     if (o->max_tokens) sp.max_tokens = (int32_t)o->max_tokens;
     if (o->beam) sp.beam = (int32_t)o->beam;
     if (o->max_kv) sp.max_kv_size = (int32_t)o->max_kv;
-    if (o->kv && !strcmp(o->kv, "f16")) sp.kv_type = LAYA_KV_F16;
+    if (o->kv) sp.kv_type = strcmp(o->kv, "f16") ? LAYA_KV_F32 : LAYA_KV_F16;
     if (o->max_text) sp.max_text = (int32_t)o->max_text;
     if (o->doc_cache_set) sp.doc_cache_bytes = (int32_t)o->doc_cache;
     sp.focused_output = o->focused;
