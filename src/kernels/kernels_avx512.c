@@ -1242,7 +1242,11 @@ static void avx512_matmul_mlx(int bits, int group, const uint32_t *W, const void
  * and the hardware prefetchers then run too little ahead: the quants are also asked into L2 this far
  * ahead. Interleaved A/B, `laya bench`, B = 4: 0.5B Q4_0 8.11 -> 7.45 and 10.47 -> 8.99 ms, 0.5B Q8_0
  * 14.14 -> 13.70, typing Q8_0 (36 MB, partly DRAM) 0.782 -> 0.674; typing Q4_0 (in L3) 0.418 -> 0.426,
- * within the noise. (Fifth session: 16 KB ahead for both types made Q8_0 slower.) */
+ * within the noise. (Fifth session: 16 KB ahead for both types made Q8_0 slower.) At B = 1 too since the
+ * tenth session, whose guest read DRAM at 28-41 GB/s and L3 at half its earlier rate: in one process,
+ * steps alternating with and without it, B = 1, two rounds: 0.5B Q4_0 14.8 -> 10.6 and 15.1 -> 11.6 ms,
+ * 0.5B Q8_0 20.6 -> 17.6 and 21.7 -> 19.2, typing Q8_0 1.23 -> 1.01 and 1.61 -> 1.33, typing Q4_0
+ * 0.618 -> 0.566 and 0.626 -> 0.571: the hardware prefetchers alone kept too few lines in flight. */
 #ifndef P16_PF_L2
 #define P16_PF_L2 8192
 #endif
@@ -1278,10 +1282,8 @@ INLINE void p16_block(uint32_t pt, int nb, const uint8_t *P, const uint8_t *S, c
         _mm_prefetch((const char *)S + (size_t)i * 32 + P16_PF * 32 / qbytes, _MM_HINT_T0);
         if (p16_min(pt)) _mm_prefetch((const char *)M + (size_t)i * 32 + P16_PF * 32 / qbytes, _MM_HINT_T0);
     }
-    if (nb > 1) {
 #pragma GCC unroll 8
-        for (size_t q = 0; q < qbytes; q += 64) _mm_prefetch((const char *)v + P16_PF_L2 + q, _MM_HINT_T1);
-    }
+    for (size_t q = 0; q < qbytes; q += 64) _mm_prefetch((const char *)v + P16_PF_L2 + q, _MM_HINT_T1);
     __m512i w[8];
     if (pt == KN_P16_Q8_0) {
 #pragma GCC unroll 8
@@ -1395,9 +1397,8 @@ INLINE void p16k_super(uint32_t pt, int nb, const uint8_t *v, int64_t i, const p
     const size_t sbb = (size_t)p16_qv(pt) * 64;
 #pragma GCC unroll 8
     for (size_t o = 0; o < sbb; o += 64) _mm_prefetch((const char *)v + P16_PF + o, _MM_HINT_T0);
-    if (nb > 1)
 #pragma GCC unroll 8
-        for (size_t o = 0; o < sbb; o += 64) _mm_prefetch((const char *)v + P16_PF_L2 + o, _MM_HINT_T1);
+    for (size_t o = 0; o < sbb; o += 64) _mm_prefetch((const char *)v + P16_PF_L2 + o, _MM_HINT_T1);
     __m512 dv, mv = _mm512_setzero_ps();
     if (pt == KN_P16_Q4_K) {
         const __m512i s03 = _mm512_load_si512((const void *)(v + 64 * 32)), s47 = _mm512_load_si512((const void *)(v + 64 * 33));
