@@ -155,7 +155,9 @@ typedef struct kn_ops {
     uint32_t packs;
     /* attn_v and attn_qk for a KV cache held in F16 (laya_context_params.kv_type): the same contracts,
      * value and key elements fp16 bit patterns; each element converted exactly, then the F32 path's
-     * arithmetic, so a call gives the bits the F32 kernel gives on the converted cache. */
+     * arithmetic, so a call gives the bits the F32 kernel gives on the converted cache. One difference:
+     * attn_qk16 may read a partial last key block whole (its 16 positions must be readable memory, as
+     * they are in a context's cache, which holds whole blocks); what it reads past npos is not used. */
     void (*attn_v16)(const float *w, size_t w_stride, int nh, const uint16_t *v0, int64_t n0, const uint16_t *v,
                      size_t v_stride, int64_t npos, int64_t d, float *out, size_t out_stride);
     void (*attn_qk16)(const float *q, size_t q_stride, int nh, const uint16_t *kt, size_t kt_stride, int64_t npos,
