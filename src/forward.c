@@ -28,8 +28,7 @@ struct laya_context {
      * dimension-major (kn_ops.attn_qk), so attention takes 16 positions per vector with no horizontal sums
      * and reads each block as one sequential stream. */
     int32_t kv_cap;     /* max_kv_size rounded up to 16 */
-    int kv16;           /* the caches hold fp16 (LAYA_KV_F16), else float */
-    size_t kv_es;       /* bytes per cache element: 2 or 4 */
+    int kv16;           /* the caches hold fp16 (LAYA_KV_F16), else float (kv_es) */
     void *kcache;       /* (n_layer, n_seq, n_head_kv, kv_cap / 16, head_dim, 16) keys after RoPE */
     void *vcache;       /* (n_layer, n_seq, n_head_kv, kv_cap, head_dim) */
     float *rope_cs;     /* (max_kv, head_dim/2, 2) cos, sin */
@@ -140,10 +139,9 @@ laya_status laya_context_create(const laya_model *m, laya_context_params p, laya
     c->base = laya_calloc((size_t)p.n_seq, sizeof(int32_t));
     c->base_len = laya_calloc((size_t)p.n_seq, sizeof(int32_t));
     c->kv16 = p.kv_type == LAYA_KV_F16;
-    c->kv_es = c->kv16 ? 2 : 4;
-    /* (alloc_f32 sizes in floats: an F16 cache takes half as many) */
-    c->kcache = alloc_f32(cache_rows, (uint64_t)c->kv_dim * c->kv_es / 4);
-    c->vcache = alloc_f32(cache_rows, (uint64_t)c->kv_dim * c->kv_es / 4);
+    /* (alloc_f32 sizes in floats: an F16 cache takes half as many; kv_dim is even, head_dim being so) */
+    c->kcache = alloc_f32(cache_rows, (uint64_t)c->kv_dim / (c->kv16 ? 2 : 1));
+    c->vcache = alloc_f32(cache_rows, (uint64_t)c->kv_dim / (c->kv16 ? 2 : 1));
     c->rope_cs = alloc_f32((uint64_t)p.max_kv_size, (uint64_t)h->head_dim);
     c->x = alloc_f32(B, h->n_embd);
     c->xn = alloc_f32(B, h->n_embd);
@@ -206,8 +204,9 @@ static size_t head_off(const laya_context *c, int layer, int seq, int head) {
     return h * c->kv_cap * c->m->hp.head_dim;
 }
 
-/* Element i of a cache (kcache or vcache), whichever its element type. */
-static inline char *kv_el(const laya_context *c, void *cache, size_t i) { return (char *)cache + i * c->kv_es; }
+/* Bytes per cache element, and element i of a cache (kcache or vcache), whichever its type. */
+static inline size_t kv_es(const laya_context *c) { return c->kv16 ? 2 : 4; }
+static inline char *kv_el(const laya_context *c, void *cache, size_t i) { return (char *)cache + i * kv_es(c); }
 
 /* Positions [p0, p1) of sequence `from`'s storage into sequence `to`'s. */
 static void kv_copy(laya_context *c, int32_t from, int32_t to, int32_t p0, int32_t p1) {
@@ -215,7 +214,7 @@ static void kv_copy(laya_context *c, int32_t from, int32_t to, int32_t p0, int32
     const int hd = c->m->hp.head_dim;
     for (int l = 0; l < c->m->hp.n_layer; l++)
         for (int g = 0; g < c->m->hp.n_head_kv; g++) {
-            size_t so = head_off(c, l, from, g), dof = head_off(c, l, to, g), es = c->kv_es;
+            size_t so = head_off(c, l, from, g), dof = head_off(c, l, to, g), es = kv_es(c);
             memcpy(kv_el(c, c->vcache, dof + (size_t)p0 * hd), kv_el(c, c->vcache, so + (size_t)p0 * hd),
                    (size_t)(p1 - p0) * hd * es);
             /* key blocks: whole blocks in one copy, the partial ones at either end dimension by dimension */
@@ -518,8 +517,7 @@ static void qkv_head(laya_context *c, const lm_layer *L, int il, int i, int seq,
     rope(k, cs, hd, h->rope_neox);
     size_t off = head_off(c, il, seq, g), kt0 = off + (size_t)(c->pos[i] / 16 * 16) * hd + c->pos[i] % 16;
     if (c->kv16) {
-        const kn_ops *kn = c->m->kn;
-        void (*to_f16)(const float *, uint16_t *, int64_t) = kn->to_f16 ? kn->to_f16 : kn_ref_ops.to_f16;
+        void (*to_f16)(const float *, uint16_t *, int64_t) = c->m->kn->to_f16;
         uint16_t kh[256], *kt = (uint16_t *)kv_el(c, c->kcache, kt0);
         for (int e0 = 0; e0 < hd; e0 += 256) {
             int ne = LAYA_MIN(256, hd - e0);
@@ -551,11 +549,6 @@ static void att_worker(void *arg, int chunk, int n_chunks, int tid) {
     float *sc = c->scores + (size_t)tid * group * mkv; /* (hs, max_kv) */
     const float scale = 1.0f / sqrtf((float)hd);
     const size_t kts = (size_t)16 * hd; /* elements per block of 16 keys */
-    /* the F16 cache's kernels; a table without them uses the reference's */
-    void (*qk16)(const float *, size_t, int, const uint16_t *, size_t, int64_t, int64_t, float, float *, size_t, float *) =
-        kn->attn_qk16 ? kn->attn_qk16 : kn_ref_ops.attn_qk16;
-    void (*v16)(const float *, size_t, int, const uint16_t *, int64_t, const uint16_t *, size_t, int64_t, int64_t, float *,
-                size_t) = kn->attn_v16 ? kn->attn_v16 : kn_ref_ops.attn_v16;
     for (int64_t t = t0; t < t1; t++) {
         /* the batch's tokens are the fastest-moving index: a chunk's tasks share a KV head */
         int i = (int)(t % j->n), r = (int)(t / j->n);
@@ -570,7 +563,7 @@ static void att_worker(void *arg, int chunk, int n_chunks, int tid) {
         const char *vb = kv_el(c, c->vcache, head_off(c, j->layer, s, g));
         const char *kb0 = ns ? kv_el(c, c->kcache, head_off(c, j->layer, c->base[s], g)) : kb;
         const char *vb0 = ns ? kv_el(c, c->vcache, head_off(c, j->layer, c->base[s], g)) : vb;
-        const size_t es = c->kv_es;
+        const size_t es = kv_es(c);
         float *o = c->att + (size_t)i * h->n_head * hd + (size_t)h0 * hd;
         float mx[16], mx0[16];
         /* The task's keys and values are sequential streams that are often out of cache (several
@@ -602,8 +595,8 @@ static void att_worker(void *arg, int chunk, int n_chunks, int tid) {
                 int hn = LAYA_MIN(16, nh - b);
                 const char *kown = kb + (size_t)(ns / 16) * kts * es;
                 if (c->kv16) {
-                    qk16(q + (size_t)b * hd, (size_t)hd, hn, (const uint16_t *)kown, kts, npos - ns, hd, scale, sb + ns, mkv, mx);
-                    if (ns) qk16(q + (size_t)b * hd, (size_t)hd, hn, (const uint16_t *)kb0, kts, ns, hd, scale, sb, mkv, mx0);
+                    kn->attn_qk16(q + (size_t)b * hd, (size_t)hd, hn, (const uint16_t *)kown, kts, npos - ns, hd, scale, sb + ns, mkv, mx);
+                    if (ns) kn->attn_qk16(q + (size_t)b * hd, (size_t)hd, hn, (const uint16_t *)kb0, kts, ns, hd, scale, sb, mkv, mx0);
                 } else {
                     kn->attn_qk(q + (size_t)b * hd, (size_t)hd, hn, (const float *)kown, kts, npos - ns, hd, scale, sb + ns,
                                 mkv, mx);
@@ -615,7 +608,7 @@ static void att_worker(void *arg, int chunk, int n_chunks, int tid) {
             float inv = 1.0f / kn->exp_sum(sb, mx[b % 16], sb, npos);
             for (int p = 0; p < npos; p++) sb[p] *= inv;
         }
-        if (c->kv16) v16(sc, mkv, nh, (const uint16_t *)vb0, ns, (const uint16_t *)vb, (size_t)hd, npos, hd, o, (size_t)hd);
+        if (c->kv16) kn->attn_v16(sc, mkv, nh, (const uint16_t *)vb0, ns, (const uint16_t *)vb, (size_t)hd, npos, hd, o, (size_t)hd);
         else kn->attn_v(sc, mkv, nh, (const float *)vb0, ns, (const float *)vb, (size_t)hd, npos, hd, o, (size_t)hd);
     }
 }

@@ -153,7 +153,8 @@ typedef struct kn_ops {
      * itself, and the model loader gives it that form. Every table's matmul takes every P16 type (the
      * others through the scalar table, which is the reference for the layout but asks for none). */
     uint32_t packs;
-    /* attn_v and attn_qk for a KV cache held in F16 (laya_context_params.kv_type): the same contracts,
+    /* attn_v and attn_qk for a KV cache held in F16 (laya_context_params.kv_type; every table has them,
+     * test_kernels checks): the same contracts,
      * value and key elements fp16 bit patterns; each element converted exactly, then the F32 path's
      * arithmetic, so a call gives the bits the F32 kernel gives on the converted cache. One difference:
      * attn_qk16 may read a partial last key block whole (its 16 positions must be readable memory, as
