@@ -27,9 +27,11 @@
  * alternating with and without it, 0.5B Q4_0: B = 1 14.1 -> 10.8, 14.7 -> 11.3, 14.2 -> 11.0 ms; B = 4
  * 22.7 -> 20.0, 23.7 -> 20.6, 24.6 -> 21.1 ms. Typing Q4_0 (in L3) unchanged (0.560 / 0.554 ms). The
  * row-at-a-time Q8_0 kernel (q8_tile) gained nothing from it (0.5B Q8_0 16.7 / 16.7, 14.8 / 15.2 ms), so
- * it has none. */
+ * it has none. 16 KB ahead against 8 KB, the same way: 0.5B Q4_0 B = 1 10.98 -> 10.57 and 10.86 -> 10.35,
+ * B = 4 22.4 -> 21.2 ms, typing Q4_0 unchanged (0.448 / 0.446, 1.327 / 1.317); 32 KB against 16 KB: 11.37 /
+ * 10.98 and 11.73 / 11.37 (worse). */
 #ifndef P2_PF_L2
-#define P2_PF_L2 8192
+#define P2_PF_L2 16384
 #endif
 
 static int64_t row_chunk(size_t w_row_bytes, int B, int64_t rows, int rb) {
