@@ -305,7 +305,7 @@ INLINE void q8_tile(int nb, const uint8_t *w, const uint8_t *const *a, const flo
  * q8_tile's (the same integer dots, the same IEEE products, fma in block order into the same lanes, the
  * same NBC chunks), so the bits are those of the decode path: batch invariance (kernels.h). The loop is
  * bound by about two vector operations per cycle here, and this takes one of six per block and activation
- * row out of it: on this Zen 5, one thread, a 0.5B model's matrices at B = 64 and 512 take 8-14 % less
+ * row out of it: on the ninth session's guest (most likely a Zen 4), one thread, a 0.5B model's matrices at B = 64 and 512 take 8-14 % less
  * time, at B = 8 between 6 % more and 5 % less (docs/PERFORMANCE.md, ninth session). */
 /* dwf's size: a chunk's rows x a K chunk's blocks is at most ROW_CHUNK_BYTES / 34 when row_chunk sizes the
  * chunk by bytes, and 2 x NBC when rows are so long that it gives its minimum of two */

@@ -108,7 +108,7 @@ RED16(red16_add, add_epi32_as_ps)
 
 /* kn_q8_group_fn: q8_block's arithmetic for 16 blocks, the per-block horizontal steps (amax, sum) and
  * the scale divisions and fp16 conversions done for all 16 at once: 6.5-7.3 instead of 9.8-10.7 ns a
- * block for a P16 Q4_0 row of 1536 on Zen 5 (docs/PERFORMANCE.md, tenth session). Declines a group whose amax is not finite: the fp16 conversion of
+ * block for a P16 Q4_0 row of 1536 on a Zen 4 (docs/PERFORMANCE.md, tenth session). Declines a group whose amax is not finite: the fp16 conversion of
  * a NaN would keep payload bits the reference's does not, and one with a scale whose inverse overflows
  * (kn_q8_block_ref). */
 static int q8_group_fn(const float *x, int8_t *qs, size_t stride, qt_half d16[16], float dq[16], int sum[16]) {
@@ -1243,7 +1243,7 @@ static void avx512_matmul_mlx(int bits, int group, const uint32_t *W, const void
  * ahead. Interleaved A/B, `laya bench`, B = 4: 0.5B Q4_0 8.11 -> 7.45 and 10.47 -> 8.99 ms, 0.5B Q8_0
  * 14.14 -> 13.70, typing Q8_0 (36 MB, partly DRAM) 0.782 -> 0.674; typing Q4_0 (in L3) 0.418 -> 0.426,
  * within the noise. (Fifth session: 16 KB ahead for both types made Q8_0 slower.) At B = 1 too since the
- * tenth session, whose guest read DRAM at 28-41 GB/s and L3 at half its earlier rate: in one process,
+ * tenth session, whose guest (a Zen 4) read DRAM at 28-41 GB/s: in one process,
  * steps alternating with and without it, B = 1, two rounds: 0.5B Q4_0 14.8 -> 10.6 and 15.1 -> 11.6 ms,
  * 0.5B Q8_0 20.6 -> 17.6 and 21.7 -> 19.2, typing Q8_0 1.23 -> 1.01 and 1.61 -> 1.33, typing Q4_0
  * 0.618 -> 0.566 and 0.626 -> 0.571: the hardware prefetchers alone kept too few lines in flight. */
