@@ -617,7 +617,10 @@ static void att_worker(void *arg, int chunk, int n_chunks, int tid) {
                     for (int u = 0; u < hn; u++) mx[u] = mx0[u] > mx[u] ? mx0[u] : mx[u];
             }
             float inv = 1.0f / kn->exp_sum(sb, mx[b % 16], sb, npos);
-            for (int p = 0; p < npos; p++) sb[p] *= inv;
+            int p = 0;
+            for (; p + 4 <= npos; p += 4) /* four at a time: one vector op (a plain loop stays scalar at -O2) */
+                for (int u = 0; u < 4; u++) sb[p + u] *= inv;
+            for (; p < npos; p++) sb[p] *= inv;
         }
         if (c->kv16) kn->attn_v16(sc, mkv, nh, (const uint16_t *)vb0, ns, (const uint16_t *)vb, (size_t)hd, npos, hd, o, (size_t)hd);
         else kn->attn_v(sc, mkv, nh, (const float *)vb0, ns, (const float *)vb, (size_t)hd, npos, hd, o, (size_t)hd);
@@ -635,7 +638,16 @@ static void rms_norm(float *y, const float *x, const float *w, int n, float eps)
     for (; i < n; i++) s4[0] += (double)x[i] * x[i];
     double ss = (s4[0] + s4[1]) + (s4[2] + s4[3]);
     float r = (float)(1.0 / sqrt(ss / n + eps));
-    for (i = 0; i < n; i++) y[i] = x[i] * r * w[i];
+    /* four elements loaded before any is stored, so that the compiler may make them one vector whatever
+     * y overlaps (x, for the q/k norms); a plain loop stays scalar at -O2. With the loop in attention
+     * below, in one process, steps alternating: typing Q4_0 B = 4 0.5351 -> 0.5258, 0.5929 -> 0.5786,
+     * 0.5939 -> 0.5834 ms, B = 1 0.2899 -> 0.2881, 0.3104 -> 0.3067, 0.2930 -> 0.2906. The same bits. */
+    for (i = 0; i + 4 <= n; i += 4) {
+        float a[4], b[4];
+        for (int u = 0; u < 4; u++) a[u] = x[i + u], b[u] = w[i + u];
+        for (int u = 0; u < 4; u++) y[i + u] = a[u] * r * b[u];
+    }
+    for (; i < n; i++) y[i] = x[i] * r * w[i];
 }
 
 static void rope(float *v, const float *cs, int hd, int neox) {
