@@ -394,10 +394,16 @@ typedef struct mm_job {
     const lm_mat *w[3];
     float *y[3];
     size_t ldy[3];
-    const void *act;   /* quantized activations (GGUF types) */
+    void *act;         /* quantized activations (GGUF types) */
     size_t act_rb;
-    const float *x;    /* F32 activations (MLX weights) */
+    const float *x;    /* F32 activations: what MLX weights take, and what the other types quantize */
     int B;
+    /* The GGUF types' activation rows are quantized inside the job (mm_quantize): each thread claims rows
+     * (qnext) before its first chunk, and every chunk waits until all are done (qdone). */
+    int quant;
+    uint32_t qtype;
+    int64_t K;
+    atomic_int qnext, qdone;
     int swiglu;        /* y[0] = silu(y[0]) * y[1] on each chunk's rows once both are computed */
     int pk;            /* the packed copies are used (packed_now) */
 } mm_job;
@@ -412,9 +418,24 @@ static inline int64_t mm_edge(int64_t nblk, int c, int n) {
     int64_t left = (int64_t)(n - c) * (n - c), all = (int64_t)n * n;
     return nblk - (nblk * left + all / 2) / all;
 }
+/* The job's activation rows into act, shared by the threads that reach here: rows are claimed one at a
+ * time, so a thread that arrives late (or never) leaves them to the others. The caller used to quantize
+ * them all before the job while the other threads waited. In one process, alternating: typing Q4_0
+ * B = 4 0.4822 -> 0.4759, 0.5475 -> 0.5400, 0.6876 -> 0.6760 ms (B = 1 the same); a 512-token prompt
+ * 6464 -> 6592 and 7913 -> 8176 tok/s. */
+static void mm_quantize(mm_job *j) {
+    if (atomic_load_explicit(&j->qdone, memory_order_acquire) >= j->B) return;
+    for (int b; (b = atomic_fetch_add_explicit(&j->qnext, 1, memory_order_relaxed)) < j->B;) {
+        j->kn->quantize_act(j->qtype, j->x + (size_t)b * j->K, (char *)j->act + (size_t)b * j->act_rb, j->K);
+        atomic_fetch_add_explicit(&j->qdone, 1, memory_order_release);
+    }
+    lp_wait_at_least(&j->qdone, j->B);
+}
+
 static void mm_worker(void *arg, int chunk, int n_chunks, int tid) {
     (void)tid;
     mm_job *j = arg;
+    if (j->quant) mm_quantize(j);
     for (int i = 0; i < j->n; i++) {
         int64_t rows = j->w[i]->rows;
         /* Ranges in whole 16-row blocks keep them aligned for the kernels' row tiling. */
@@ -447,9 +468,10 @@ static void matmul_multi(laya_context *c, int n, const lm_mat *const *w, float *
     /* MLX weights take F32 activations; the GGUF types take them converted once for all matrices. */
     const int pk = c->packed;
     size_t rb = w[0]->mlx_bits ? 0 : kn_act_row_bytes(mm_type(pk, w[0]), K);
-    if (rb)
-        for (int b = 0; b < B; b++) kn->quantize_act(mm_type(pk, w[0]), x + (size_t)b * K, (char *)c->act + b * rb, K);
-    mm_job j = {.kn = kn, .n = 0, .act = c->act, .act_rb = rb, .x = x, .B = B, .pk = pk};
+    mm_job j = {.kn = kn, .n = 0, .act = c->act, .act_rb = rb, .x = x, .B = B, .pk = pk,
+                .quant = rb != 0, .qtype = mm_type(pk, w[0]), .K = K};
+    atomic_init(&j.qnext, 0);
+    atomic_init(&j.qdone, 0);
     /* A few chunks per thread, so a thread that runs late finds work taken rather than waited for, and
      * the last ones small (mm_edge). */
     int n_chunks = lp_n_threads(c->pool) * 4;

@@ -158,6 +158,12 @@ void lp_run(lp_pool *p, lp_fn fn, void *arg, int n_chunks) {
     }
 }
 
+void lp_wait_at_least(atomic_int *counter, int target) {
+    for (int spins = 0; atomic_load_explicit(counter, memory_order_acquire) < target; spins++) {
+        if (spins < SPIN_PAUSE) cpu_relax();
+        else sched_yield();
+    }
+}
 void lp_profile(lp_pool *p, int on) {
     p->prof = on;
     p->wait_ns = 0;
