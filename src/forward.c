@@ -672,9 +672,43 @@ static void rms_norm(float *y, const float *x, const float *w, int n, float eps)
     for (; i < n; i++) y[i] = x[i] * r * w[i];
 }
 
+/* Four floats as one vector (GCC/Clang vector extensions: SSE2 on any x86-64, NEON on aarch64), for
+ * RoPE, which the compiler leaves scalar. Each lane does the scalar code's multiplies and add or
+ * subtract (no fma: C11 mode contracts nothing), so the bits are the same. In one process, steps
+ * alternating: typing Q4_0 (adjacent pairs) B = 4 0.7004 -> 0.6783, 0.5876 -> 0.5687, 0.6145 -> 0.5889
+ * ms, B = 1 0.3144 -> 0.3084; 0.5B Q4_0 (neox) B = 4 7.44 / 7.47, within the noise. */
+typedef float v4f __attribute__((vector_size(16)));
+typedef int32_t v4i __attribute__((vector_size(16)));
+#if defined(__clang__)
+#define V4_SHUF2(a, b, i, j, k, l) __builtin_shufflevector(a, b, i, j, k, l)
+#else
+#define V4_SHUF2(a, b, i, j, k, l) __builtin_shuffle(a, b, (v4i){i, j, k, l})
+#endif
+#define V4_SHUF(a, i, j, k, l) V4_SHUF2(a, a, i, j, k, l)
+static inline v4f v4_load(const float *p) { v4f x; memcpy(&x, p, sizeof x); return x; }
+static inline void v4_store(float *p, v4f x) { memcpy(p, &x, sizeof x); }
+
 static void rope(float *v, const float *cs, int hd, int neox) {
-    int half = hd / 2;
-    for (int j = 0; j < half; j++) {
+    int half = hd / 2, j0 = 0;
+    if (neox) { /* pairs (j, j + half), four at a time: cs holds cos, sin of pair j at 2j, 2j + 1 */
+        for (; j0 + 4 <= half; j0 += 4) {
+            v4f c0 = v4_load(cs + 2 * j0), c1 = v4_load(cs + 2 * j0 + 4);
+            v4f c = V4_SHUF2(c0, c1, 0, 2, 4, 6), s = V4_SHUF2(c0, c1, 1, 3, 5, 7);
+            v4f x0 = v4_load(v + j0), x1 = v4_load(v + j0 + half);
+            v4_store(v + j0, x0 * c - x1 * s);
+            v4_store(v + j0 + half, x0 * s + x1 * c);
+        }
+    } else { /* adjacent pairs (2j, 2j + 1), two at a time */
+        for (; j0 + 2 <= half; j0 += 2) {
+            v4f cq = v4_load(cs + 2 * j0), x = v4_load(v + 2 * j0);
+            v4f c = V4_SHUF(cq, 0, 0, 2, 2), s = V4_SHUF(cq, 1, 1, 3, 3);
+            v4f xs = V4_SHUF(x, 1, 0, 3, 2); /* x1 x0 x3 x2 */
+            /* lanes 0, 2: x0 * c - x1 * s; lanes 1, 3: x1 * c + x0 * s (the scalar x0 * s + x1 * c) */
+            v4f p = x * c, q = xs * s;
+            v4_store(v + 2 * j0, p + q * (v4f){-1.0f, 1.0f, -1.0f, 1.0f});
+        }
+    }
+    for (int j = j0; j < half; j++) {
         float c = cs[2 * j], s = cs[2 * j + 1];
         int a = neox ? j : 2 * j, b = neox ? j + half : 2 * j + 1;
         float x0 = v[a], x1 = v[b];
