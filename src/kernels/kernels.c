@@ -343,9 +343,13 @@ static uint64_t xcr0(void) {
 
 /* Bit 0: avx2 table usable (AVX2, FMA, F16C, OS saves YMM); bit 1: avx512 table usable (F, BW, VL,
  * DQ, VNNI, VBMI, OS saves ZMM and opmask state); bit 2: avxvnni table usable (bit 0 and AVX-VNNI,
- * cpuid leaf 7 subleaf 1, EAX bit 4). */
+ * cpuid leaf 7 subleaf 1, EAX bit 4); bit 3: an AMD family 0x1A core (Zen 5; kn_p16_l2_b1). */
 static int x86_detect(void) {
     unsigned a, b, c, d;
+    int zen5 = 0;
+    if (__get_cpuid(0, &a, &b, &c, &d) && b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163 && /* AuthenticAMD */
+        __get_cpuid(1, &a, &b, &c, &d))
+        zen5 = ((a >> 8) & 0xf) + ((a >> 20) & 0xff) == 0x1a; /* base family 0xf plus the extended one */
     if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
     int osxsave = (c >> 27) & 1, avx = (c >> 28) & 1, fma = (c >> 12) & 1, f16c = (c >> 29) & 1;
     if (!osxsave || !avx) return 0;
@@ -362,7 +366,7 @@ static int x86_detect(void) {
         __cpuid_count(7, 1, a, b, c, d);
         if ((a >> 4) & 1) r |= 4;
     }
-    return r;
+    return r | (zen5 ? 8 : 0);
 }
 
 /* Cached: under a hypervisor every cpuid traps, costing microseconds. */
@@ -374,13 +378,20 @@ static int x86_features(void) {
 }
 #endif
 
+_Atomic int kn_p16_l2_b1 = 1;
+
 const kn_ops *kn_by_name(const char *name) {
     if (!name) return NULL;
     if (!strcmp(name, "scalar") || !strcmp(name, "ref")) return &kn_ref_ops;
 #ifdef KN_X86
     if (!strcmp(name, "avx2")) return (x86_features() & 1) ? &kn_avx2_ops : NULL;
     if (!strcmp(name, "avxvnni")) return (x86_features() & 4) ? &kn_avxvnni_ops : NULL;
-    if (!strcmp(name, "avx512")) return (x86_features() & 2) ? &kn_avx512_ops : NULL;
+    if (!strcmp(name, "avx512")) {
+        int f = x86_features();
+        if (!(f & 2)) return NULL;
+        atomic_store_explicit(&kn_p16_l2_b1, !(f & 8), memory_order_relaxed);
+        return &kn_avx512_ops;
+    }
 #endif
 #ifdef KN_ARM
     if (!strcmp(name, "neon")) return (getauxval(AT_HWCAP) & HWCAP_ASIMD) ? &kn_neon_ops : NULL;

@@ -1246,7 +1246,11 @@ static void avx512_matmul_mlx(int bits, int group, const uint32_t *W, const void
  * tenth session, whose guest (a Zen 4) read DRAM at 28-41 GB/s: in one process,
  * steps alternating with and without it, B = 1, two rounds: 0.5B Q4_0 14.8 -> 10.6 and 15.1 -> 11.6 ms,
  * 0.5B Q8_0 20.6 -> 17.6 and 21.7 -> 19.2, typing Q8_0 1.23 -> 1.01 and 1.61 -> 1.33, typing Q4_0
- * 0.618 -> 0.566 and 0.626 -> 0.571: the hardware prefetchers alone kept too few lines in flight. */
+ * 0.618 -> 0.566 and 0.626 -> 0.571: the hardware prefetchers alone kept too few lines in flight. On a
+ * Zen 5 (AMD family 0x1A) the same B = 1 prefetch costs instead, where a block's loads are what bounds
+ * it: one process, the table swapped every two steps, without it typing Q4_0 0.2297 -> 0.2140 and
+ * 0.1887 -> 0.1726 ms, 0.5B Q8_0 15.14 -> 14.58 and 14.05 -> 13.49, typing Q8_0 and 0.5B Q4_0 within
+ * 2 %. So at B = 1 it follows kn_p16_l2_b1, which kernels.c clears on that family. */
 #ifndef P16_PF_L2
 #define P16_PF_L2 8192
 #endif
@@ -1273,7 +1277,7 @@ typedef struct p16_act {
  * w[0..7] (elements 4t.. in w[t], 16 + 4t.. in w[4 + t]): Q4_0, Q4_1 their nibbles; the Q5 types add bit
  * 4 from vector 4 (shifted by t, or 4 - t, under each nibble); IQ4_NL looks its levels + 128 up. */
 INLINE void p16_block(uint32_t pt, int nb, const uint8_t *P, const uint8_t *S, const uint8_t *M, int64_t i,
-                      const p16_act *A, __m512 *chain) {
+                      const p16_act *A, int pf2, __m512 *chain) {
     const size_t qbytes = (size_t)p16_qv(pt) * 64;
     const uint8_t *v = P + (size_t)i * qbytes;
 #pragma GCC unroll 8
@@ -1282,8 +1286,9 @@ INLINE void p16_block(uint32_t pt, int nb, const uint8_t *P, const uint8_t *S, c
         _mm_prefetch((const char *)S + (size_t)i * 32 + P16_PF * 32 / qbytes, _MM_HINT_T0);
         if (p16_min(pt)) _mm_prefetch((const char *)M + (size_t)i * 32 + P16_PF * 32 / qbytes, _MM_HINT_T0);
     }
+    if (pf2)
 #pragma GCC unroll 8
-    for (size_t q = 0; q < qbytes; q += 64) _mm_prefetch((const char *)v + P16_PF_L2 + q, _MM_HINT_T1);
+        for (size_t q = 0; q < qbytes; q += 64) _mm_prefetch((const char *)v + P16_PF_L2 + q, _MM_HINT_T1);
     __m512i w[8];
     if (pt == KN_P16_Q8_0) {
 #pragma GCC unroll 8
@@ -1348,6 +1353,7 @@ INLINE void p16_block(uint32_t pt, int nb, const uint8_t *P, const uint8_t *S, c
 
 INLINE void p16_tile(uint32_t pt, int nb, const uint8_t *P, int64_t nbk, const uint8_t *act, size_t arb, __m512 *run) {
     const size_t qbytes = (size_t)p16_qv(pt) * 64;
+    const int pf2 = nb > 1 || atomic_load_explicit(&kn_p16_l2_b1, memory_order_relaxed);
     const uint8_t *S = P + (size_t)nbk * qbytes, *M = S + ((size_t)nbk * 32 + 63) / 64 * 64;
     p16_act A;
 #pragma GCC unroll 8
@@ -1368,10 +1374,10 @@ INLINE void p16_tile(uint32_t pt, int nb, const uint8_t *P, int64_t nbk, const u
          * kept them in memory: B = 4 0.119 against 0.106 ms on 16384 x 512 Q4_0) */
         int64_t i = c0;
         for (; i + 1 < c1; i += 2) {
-            p16_block(pt, nb, P, S, M, i, &A, ev);
-            p16_block(pt, nb, P, S, M, i + 1, &A, od);
+            p16_block(pt, nb, P, S, M, i, &A, pf2, ev);
+            p16_block(pt, nb, P, S, M, i + 1, &A, pf2, od);
         }
-        if (i < c1) p16_block(pt, nb, P, S, M, i, &A, ev);
+        if (i < c1) p16_block(pt, nb, P, S, M, i, &A, pf2, ev);
 #pragma GCC unroll 8
         for (int b = 0; b < nb; b++) run[b] = _mm512_add_ps(run[b], _mm512_add_ps(ev[b], od[b]));
     }
