@@ -1331,7 +1331,8 @@ INLINE void p16_block(uint32_t pt, int nb, const uint8_t *P, const uint8_t *S, c
              * this code 0.3886 -> 0.3780, 0.4010 -> 0.3901 ms; B = 1 0.3087 -> 0.2821, 0.3037 -> 0.2789,
              * 0.2222 -> 0.2040, 0.2178 -> 0.1996; 0.5B Q4_0 (DRAM) B = 1 and 4 within 2 % either way.
              * Q8_0 got slower the same way (typing B = 4 0.905 -> 0.974, 0.787 -> 0.822; B = 1 +2-3 %),
-             * and the other types were not measured, so they keep the memory operands. */
+             * Q5_0 too (typing B = 4 0.507 -> 0.546), Q4_1 and IQ4_NL within the noise (0.510 -> 0.501,
+             * 0.491 -> 0.489), so the other types keep the memory operands. */
             const __m512i x1 = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(qs + 16)));
             s2[0] = dpbusd_bcast(s2[0], w[0], qs);
             s2[1] = _mm512_dpbusd_epi32(s2[1], w[4], _mm512_shuffle_epi32(x1, _MM_PERM_AAAA));
