@@ -398,11 +398,8 @@ typedef struct mm_job {
     size_t act_rb;
     const float *x;    /* F32 activations: what MLX weights take, and what the other types quantize */
     int B;
-    /* The GGUF types' activation rows are quantized inside the job (mm_quantize): each thread claims rows
-     * (qnext) before its first chunk, and every chunk waits until all are done (qdone). */
-    int quant;
-    uint32_t qtype;
-    int64_t K;
+    /* The GGUF types' activation rows (act_rb != 0) are quantized inside the job (mm_quantize): each
+     * thread claims rows (qnext) before its first chunk, and every chunk waits until all are done (qdone). */
     atomic_int qnext, qdone;
     int swiglu;        /* y[0] = silu(y[0]) * y[1] on each chunk's rows once both are computed */
     int pk;            /* the packed copies are used (packed_now) */
@@ -425,8 +422,10 @@ static inline int64_t mm_edge(int64_t nblk, int c, int n) {
  * 6464 -> 6592 and 7913 -> 8176 tok/s. */
 static void mm_quantize(mm_job *j) {
     if (atomic_load_explicit(&j->qdone, memory_order_acquire) >= j->B) return;
+    const uint32_t t = mm_type(j->pk, j->w[0]); /* every matrix of the job has this activation format */
+    const int64_t K = j->w[0]->cols;
     for (int b; (b = atomic_fetch_add_explicit(&j->qnext, 1, memory_order_relaxed)) < j->B;) {
-        j->kn->quantize_act(j->qtype, j->x + (size_t)b * j->K, (char *)j->act + (size_t)b * j->act_rb, j->K);
+        j->kn->quantize_act(t, j->x + (size_t)b * K, (char *)j->act + (size_t)b * j->act_rb, K);
         atomic_fetch_add_explicit(&j->qdone, 1, memory_order_release);
     }
     lp_wait_at_least(&j->qdone, j->B);
@@ -435,7 +434,7 @@ static void mm_quantize(mm_job *j) {
 static void mm_worker(void *arg, int chunk, int n_chunks, int tid) {
     (void)tid;
     mm_job *j = arg;
-    if (j->quant) mm_quantize(j);
+    if (j->act_rb) mm_quantize(j);
     for (int i = 0; i < j->n; i++) {
         int64_t rows = j->w[i]->rows;
         /* Ranges in whole 16-row blocks keep them aligned for the kernels' row tiling. */
@@ -468,8 +467,7 @@ static void matmul_multi(laya_context *c, int n, const lm_mat *const *w, float *
     /* MLX weights take F32 activations; the GGUF types take them converted once for all matrices. */
     const int pk = c->packed;
     size_t rb = w[0]->mlx_bits ? 0 : kn_act_row_bytes(mm_type(pk, w[0]), K);
-    mm_job j = {.kn = kn, .n = 0, .act = c->act, .act_rb = rb, .x = x, .B = B, .pk = pk,
-                .quant = rb != 0, .qtype = mm_type(pk, w[0]), .K = K};
+    mm_job j = {.kn = kn, .n = 0, .act = c->act, .act_rb = rb, .x = x, .B = B, .pk = pk};
     atomic_init(&j.qnext, 0);
     atomic_init(&j.qdone, 0);
     /* A few chunks per thread, so a thread that runs late finds work taken rather than waited for, and
@@ -519,11 +517,20 @@ static void rope(float *v, const float *cs, int hd, int neox);
 
 /* Token i's KV head g after the q/k/v projections: biases, q/k norms and RoPE on the group's query heads
  * and on the key head, then the key and value into the cache at the token's position. */
+/* Token i's query heads of KV group g (n_head / n_head_kv of them, consecutive), key and value rows. */
+static void qkv_rows(const laya_context *c, int i, int g, float **q, float **k, float **v) {
+    const lm_hparams *h = &c->m->hp;
+    const int hd = h->head_dim, group = h->n_head / h->n_head_kv;
+    *q = c->q + ((size_t)i * h->n_head + (size_t)g * group) * hd;
+    *k = c->k + (size_t)i * c->kv_dim + (size_t)g * hd;
+    *v = c->v + (size_t)i * c->kv_dim + (size_t)g * hd;
+}
+
 static void qkv_head(laya_context *c, const lm_layer *L, int il, int i, int seq, int g) {
     const lm_hparams *h = &c->m->hp;
     const int hd = h->head_dim, group = h->n_head / h->n_head_kv;
-    float *q = c->q + ((size_t)i * h->n_head + (size_t)g * group) * hd;
-    float *k = c->k + (size_t)i * c->kv_dim + (size_t)g * hd, *v = c->v + (size_t)i * c->kv_dim + (size_t)g * hd;
+    float *q, *k, *v;
+    qkv_rows(c, i, g, &q, &k, &v);
     if (L->bq) {
         const float *bq = L->bq + (size_t)g * group * hd, *bk = L->bk + (size_t)g * hd, *bv = L->bv + (size_t)g * hd;
         for (int e = 0; e < group * hd; e++) q[e] += bq[e];
@@ -582,8 +589,8 @@ static void att_worker(void *arg, int chunk, int n_chunks, int tid) {
          * process, steps alternating: B = 4 0.4443 -> 0.4406, 0.4611 -> 0.4564, 0.4482 -> 0.4448 ms;
          * B = 1 0.2352 -> 0.2334. */
         if (j->fused) {
-            const float *qp = c->q + ((size_t)i * h->n_head + (size_t)g * group) * hd;
-            const float *kp = c->k + (size_t)i * c->kv_dim + (size_t)g * hd, *vp = c->v + (size_t)i * c->kv_dim + (size_t)g * hd;
+            float *qp, *kp, *vp;
+            qkv_rows(c, i, g, &qp, &kp, &vp);
             for (size_t e = 0; e < (size_t)group * hd; e += 16) __builtin_prefetch(qp + e);
             for (int e = 0; e < hd; e += 16) __builtin_prefetch(kp + e), __builtin_prefetch(vp + e);
         }

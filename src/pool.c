@@ -125,6 +125,13 @@ void lp_free(lp_pool *p) {
 
 int lp_n_threads(const lp_pool *p) { return p->n; }
 
+void lp_wait_at_least(atomic_int *counter, int target) {
+    for (int spins = 0; atomic_load_explicit(counter, memory_order_acquire) < target; spins++) {
+        if (spins < SPIN_PAUSE) cpu_relax();
+        else sched_yield();
+    }
+}
+
 void lp_run(lp_pool *p, lp_fn fn, void *arg, int n_chunks) {
     if (n_chunks < 1) return;
     if (n_chunks > LP_MAX_CHUNKS) n_chunks = LP_MAX_CHUNKS; /* callers size their chunks below this */
@@ -148,22 +155,13 @@ void lp_run(lp_pool *p, lp_fn fn, void *arg, int n_chunks) {
     struct timespec t0, t1;
     if (p->prof) clock_gettime(CLOCK_MONOTONIC, &t0);
     /* Chunks still running elsewhere: wait, yielding if the runner seems descheduled. */
-    for (int spins = 0; atomic_load_explicit(&p->done, memory_order_acquire) < n_chunks; spins++) {
-        if (spins < SPIN_PAUSE) cpu_relax();
-        else sched_yield();
-    }
+    lp_wait_at_least(&p->done, n_chunks);
     if (p->prof) {
         clock_gettime(CLOCK_MONOTONIC, &t1);
         p->wait_ns += (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
     }
 }
 
-void lp_wait_at_least(atomic_int *counter, int target) {
-    for (int spins = 0; atomic_load_explicit(counter, memory_order_acquire) < target; spins++) {
-        if (spins < SPIN_PAUSE) cpu_relax();
-        else sched_yield();
-    }
-}
 void lp_profile(lp_pool *p, int on) {
     p->prof = on;
     p->wait_ns = 0;

@@ -21,9 +21,9 @@ int lp_n_threads(const lp_pool *p);
 /* Run every chunk of [0, n_chunks) (1 <= n_chunks <= LP_MAX_CHUNKS) and return when all are done.
  * The caller thread works too. Never allocates. */
 void lp_run(lp_pool *p, lp_fn fn, void *arg, int n_chunks);
-/* Spins (then yields) until *counter >= target, with acquire order: for a job whose chunks first share
- * a prologue (forward.c, the activation rows each chunk's thread quantizes), waiting on rows another
- * thread has claimed and not yet finished, as lp_run waits on running chunks. */
+/* Spins (then yields) until *counter >= target, with acquire order: how lp_run waits on chunks still
+ * running, and how a job's chunks wait on a prologue they share (forward.c: activation rows that other
+ * threads have claimed and not yet quantized). */
 void lp_wait_at_least(atomic_int *counter, int target);
 /* Profiling (fwprof.h): when on, lp_run adds the nanoseconds the caller waits for other threads. */
 void lp_profile(lp_pool *p, int on);

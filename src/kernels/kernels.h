@@ -96,8 +96,9 @@ void kn_scale_max(float *s, size_t s_stride, int nh, int64_t npos, float scale, 
 /* attn_qk's split granule (positions): the AVX-512 table takes positions in tiles of 64 from the call's start. */
 #define KN_QK_SPLIT 64
 #define KN_PACKS(t) (1u << (t))
-/* Whether the AVX-512 P16 kernel also prefetches into L2 at B = 1 (kernels_avx512.c, P16_PF_L2): set,
- * unless kn_by_name hands out the avx512 table on an AMD family 0x1A (Zen 5) core. */
+/* Whether the AVX-512 kernel of the 32-element P16 types (p16_block) also prefetches into L2 at B = 1
+ * (kernels_avx512.c, P16_PF_L2): set, unless kn_by_name hands out the avx512 table on an AMD family
+ * 0x1A (Zen 5) core. The K-quant panels (p16k_super) always prefetch. */
 extern _Atomic int kn_p16_l2_b1;
 typedef struct kn_ops {
     const char *name; /* "scalar", "avx2", "avxvnni", "avx512", "neon" */
