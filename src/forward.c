@@ -403,21 +403,27 @@ typedef struct mm_job {
     atomic_int qnext, qdone;
     int swiglu;        /* y[0] = silu(y[0]) * y[1] on each chunk's rows once both are computed */
     int pk;            /* the packed copies are used (packed_now) */
+    int falling;       /* chunks of falling sizes, several a thread (mm_edge) */
 } mm_job;
 
-/* First 16-row block of chunk c of n over nblk blocks: one chunk per thread, of equal size, so that each
- * thread streams one contiguous range of every matrix. Chunks of falling sizes, four per thread (claimed
- * as threads got free, so that the last were small), cost more than the imbalance they saved: every
- * claim and completion moves the pool's shared lines between the cores, and every chunk starts a new
- * stream whose first lines nothing fetched ahead, while the prefetchers ran on into the next chunk, which
- * the other core reads. In one process, steps alternating between the two splits (Zen 5, two threads,
+/* First 16-row block of chunk c of n over nblk blocks. Once the weights are packed: one chunk per thread,
+ * of equal size, so that each thread streams one contiguous range of every matrix. Chunks of falling
+ * sizes (falling), four per thread, claimed as threads got free so that the last were small, are kept
+ * for the decodes that run while the weights are packed (matmul_multi); otherwise they cost more than
+ * the imbalance they saved: every claim and completion moves the pool's shared lines between the
+ * cores, and every chunk starts a new stream whose first lines nothing fetched ahead, while the
+ * prefetchers ran on into the next chunk, which the other core reads. In one process, steps alternating between the two splits (Zen 5, two threads,
  * medians): typing Q4_0 B = 1 0.2814 -> 0.2346, 0.2744 -> 0.2280, 0.2795 -> 0.2336 ms, B = 4 0.5356 ->
  * 0.4742, 0.5350 -> 0.4694, 0.5398 -> 0.4666; typing Q8_0 B = 1 0.521 -> 0.499, B = 4 0.658 -> 0.631;
  * 0.5B Q4_0 B = 4 6.47 -> 6.06, B = 1 5.87 -> 5.69; 0.5B Q8_0 the same (9.06 / 9.05, 14.39 / 14.30);
  * typing prompts of 8, 64 and 512 tokens 14666 -> 15835, 16296 -> 17374, 9877 -> 10211 tok/s. A thread
  * that starts late still finds its chunk taken by one that is free (lp_run's claiming). The results do
  * not change: a matmul's outputs do not depend on the row range (kn_ops.matmul). */
-static inline int64_t mm_edge(int64_t nblk, int c, int n) { return nblk * c / n; }
+static inline int64_t mm_edge(int64_t nblk, int c, int n, int falling) {
+    if (!falling) return nblk * c / n;
+    int64_t left = (int64_t)(n - c) * (n - c), all = (int64_t)n * n; /* chunk c: 2(n - c) - 1 parts of n * n */
+    return nblk - (nblk * left + all / 2) / all;
+}
 /* The job's activation rows into act, shared by the threads that reach here: rows are claimed one at a
  * time, so a thread that arrives late (or never) leaves them to the others. The caller used to quantize
  * them all before the job while the other threads waited. In one process, alternating: typing Q4_0
@@ -442,7 +448,8 @@ static void mm_worker(void *arg, int chunk, int n_chunks, int tid) {
         int64_t rows = j->w[i]->rows;
         /* Ranges in whole 16-row blocks keep them aligned for the kernels' row tiling. */
         int64_t nblk = (rows + 15) / 16;
-        int64_t r0 = mm_edge(nblk, chunk, n_chunks) * 16, r1 = LAYA_MIN(rows, mm_edge(nblk, chunk + 1, n_chunks) * 16);
+        int64_t r0 = mm_edge(nblk, chunk, n_chunks, j->falling) * 16;
+        int64_t r1 = LAYA_MIN(rows, mm_edge(nblk, chunk + 1, n_chunks, j->falling) * 16);
         if (r0 >= r1) continue;
         const lm_mat *w = j->w[i];
         if (w->mlx_bits)
@@ -473,7 +480,14 @@ static void matmul_multi(laya_context *c, int n, const lm_mat *const *w, float *
     mm_job j = {.kn = kn, .n = 0, .act = c->act, .act_rb = rb, .x = x, .B = B, .pk = pk};
     atomic_init(&j.qnext, 0);
     atomic_init(&j.qdone, 0);
-    int n_chunks = lp_n_threads(c->pool); /* mm_edge */
+    /* mm_edge. While the loader's threads pack the weights (pack_weights) they share the cores with the
+     * pool: then four chunks a thread of falling sizes, so that a thread the scheduler holds back leaves
+     * its work to the others. With one chunk a thread, such a decode fell behind the packing, and read
+     * again from the file what the packing had just released: peak RSS of 0.5B Q8_0 580-878 MiB in
+     * `laya bench`, against 580 every time this way. */
+    const int packing = !pk && c->m->packed;
+    int n_chunks = lp_n_threads(c->pool) * (packing ? 4 : 1);
+    j.falling = packing;
     for (int i = 0; i < n; i++) {
         /* A matrix of another activation format (mixed-type files such as Q4_K_M) gets its own pass;
          * the formats all have different row sizes, so the size identifies the format. */
