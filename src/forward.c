@@ -412,9 +412,10 @@ typedef struct mm_job {
  * for the decodes that run while the weights are packed (matmul_multi); otherwise they cost more than
  * the imbalance they saved: every claim and completion moves the pool's shared lines between the
  * cores, and every chunk starts a new stream whose first lines nothing fetched ahead, while the
- * prefetchers ran on into the next chunk, which the other core reads. In one process, steps alternating between the two splits (Zen 5, two threads,
- * medians): typing Q4_0 B = 1 0.2814 -> 0.2346, 0.2744 -> 0.2280, 0.2795 -> 0.2336 ms, B = 4 0.5356 ->
- * 0.4742, 0.5350 -> 0.4694, 0.5398 -> 0.4666; typing Q8_0 B = 1 0.521 -> 0.499, B = 4 0.658 -> 0.631;
+ * prefetchers ran on into the next chunk, which the other core reads. In one process, steps
+ * alternating between the two splits (Zen 5, two threads, medians): typing Q4_0 B = 1 0.2814 -> 0.2346,
+ * 0.2744 -> 0.2280, 0.2795 -> 0.2336 ms, B = 4 0.5356 -> 0.4742, 0.5350 -> 0.4694, 0.5398 -> 0.4666;
+ * typing Q8_0 B = 1 0.521 -> 0.499, B = 4 0.658 -> 0.631;
  * 0.5B Q4_0 B = 4 6.47 -> 6.06, B = 1 5.87 -> 5.69; 0.5B Q8_0 the same (9.06 / 9.05, 14.39 / 14.30);
  * typing prompts of 8, 64 and 512 tokens 14666 -> 15835, 16296 -> 17374, 9877 -> 10211 tok/s. A thread
  * that starts late still finds its chunk taken by one that is free (lp_run's claiming). The results do
