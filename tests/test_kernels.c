@@ -704,6 +704,12 @@ static void test_p16(void) {
                 if (ks[ki] > 2080 && Bs[bi] > 9) continue; /* keeps the run short */
                 check_p16(q ? QT_Q8_0 : QT_Q4_0, ks[ki], bi % 2 ? 37 : 48, Bs[bi]);
             }
+    /* the AVX-512 Q4_0 kernel's other way to its activation words (kn_p16_q4_shuf: the CPU picks one) */
+    int shuf = atomic_load(&kn_p16_q4_shuf);
+    atomic_store(&kn_p16_q4_shuf, !shuf);
+    for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
+        for (size_t bi = 0; bi < sizeof Bs / sizeof *Bs; bi += 2) check_p16(QT_Q4_0, ks[ki], bi % 4 ? 37 : 48, Bs[bi]);
+    atomic_store(&kn_p16_q4_shuf, shuf);
 }
 
 static void test_f32_ops(void) {

@@ -1255,6 +1255,10 @@ static void avx512_matmul_mlx(int bits, int group, const uint32_t *W, const void
 #define P16_PF_L2 8192
 #endif
 
+/* P16 Q4_0 with half of its activation words from shuffles (p16_block; kn_p16_q4_shuf): a type of this
+ * file's own, which everything but that branch takes for KN_P16_Q4_0. */
+#define P16_Q4_0_SH (0x200 | QT_Q4_0)
+
 /* IQ4_NL's levels + 128, as unsigned bytes (vpdpbusd's unsigned operand; the -128 * sum correction). */
 static const uint8_t g_iq4nl_u8[16] __attribute__((aligned(16))) = {1, 24, 45, 63, 79, 93, 106, 118,
                                                                   129, 141, 153, 166, 181, 197, 217, 241};
@@ -1322,17 +1326,22 @@ INLINE void p16_block(uint32_t pt, int nb, const uint8_t *P, const uint8_t *S, c
          * 16 + 4t.. (the high nibbles, Q8_0's second half) */
         const int32_t c = p16_min(pt) ? 0 : pt == KN_P16_Q5_0 ? 2 * A->ca[b][i] : A->ca[b][i];
         __m512i s2[2] = {_mm512_set1_epi32(c), _mm512_setzero_si512()};
-        if (pt == KN_P16_Q4_0) {
+        if (pt == P16_Q4_0_SH) {
             /* Half of the activation words from one 16-byte load and vpshufd, not from eight {1to16}
-             * operands: at B = 4 a block's loads (four weight vectors, 32 broadcasts, the corrections
-             * and scales, eight prefetches) outnumber what the two load ports take in the time of its
-             * 32 vpdpbusd. The same bits. In one process (the table swapped every two steps): typing
+             * operands (a Zen 5 only: kn_p16_q4_shuf): at B = 4 a block's loads (four weight vectors, 32
+             * broadcasts, the corrections and scales, eight prefetches) outnumber what the two load ports
+             * take in the time of its 32 vpdpbusd. The same bits. In one process (the table swapped every two steps): typing
              * Q4_0 B = 4 0.5522 -> 0.5215, 0.4184 -> 0.3852, 0.5658 -> 0.5338, 0.4185 -> 0.3835, then with
              * this code 0.3886 -> 0.3780, 0.4010 -> 0.3901 ms; B = 1 0.3087 -> 0.2821, 0.3037 -> 0.2789,
              * 0.2222 -> 0.2040, 0.2178 -> 0.1996; 0.5B Q4_0 (DRAM) B = 1 and 4 within 2 % either way.
              * Q8_0 got slower the same way (typing B = 4 0.905 -> 0.974, 0.787 -> 0.822; B = 1 +2-3 %),
              * Q5_0 too (typing B = 4 0.507 -> 0.546), Q4_1 and IQ4_NL within the noise (0.510 -> 0.501,
-             * 0.491 -> 0.489), so the other types keep the memory operands. */
+             * 0.491 -> 0.489), so the other types keep the memory operands. A Zen 4 (three load ports;
+             * vpdpbusd, vmulps and vfmadd share its two multiply pipes, vpshufd does not, but the
+             * shuffles still cost) is faster with the operands: one thread, 1024 x 512 in L2, cycles a
+             * block at 3.6 GHz, three runs, B = 1 24.4-26.7 -> 20.8-23.4, B = 2 29.2-30.7 -> 27.6-30.2,
+             * B = 3 46.3-48.4 -> 36.9-37.9, B = 4 50.5-52.1 -> 47.6-48.3; 16384 x 512 (L3) B = 4
+             * 51.4-54.4 -> 44.1-51.2. */
             const __m512i x1 = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(qs + 16)));
             s2[0] = dpbusd_bcast(s2[0], w[0], qs);
             s2[1] = _mm512_dpbusd_epi32(s2[1], w[4], _mm512_shuffle_epi32(x1, _MM_PERM_AAAA));
@@ -1544,7 +1553,7 @@ INLINE void p16_store(const __m512 *run, int nb, int64_t p, int64_t r0, int64_t 
 INLINE void mm_p16_t(uint32_t pt, const uint8_t *W, const uint8_t *act, size_t arb, int B, int64_t K, int64_t r0,
                      int64_t r1, float *y, size_t ldy) {
     const int kt = pt == KN_P16_Q4_K || pt == KN_P16_Q6_K, tb = kt ? P16K_B : P16_B;
-    const size_t pb = kn_pack_panel_bytes(pt, K);
+    const size_t pb = kn_pack_panel_bytes(pt == P16_Q4_0_SH ? KN_P16_Q4_0 : pt, K);
     const int64_t nbk = K / (kt ? QK_K : 32), p0 = r0 / 16, p1 = (r1 + 15) / 16;
     const int64_t pc = B <= tb ? p1 - p0 : LAYA_MAX(1, (int64_t)(P16_CHUNK / pb));
     for (int64_t c0 = p0; c0 < p1; c0 += pc) {
@@ -1564,7 +1573,12 @@ INLINE void mm_p16_t(uint32_t pt, const uint8_t *W, const uint8_t *act, size_t a
 __attribute__((noinline)) static void mm_p16(uint32_t pt, const uint8_t *W, const uint8_t *act, size_t arb, int B,
                                              int64_t K, int64_t r0, int64_t r1, float *y, size_t ldy) {
     switch (pt) {
-    case KN_P16_Q4_0: mm_p16_t(KN_P16_Q4_0, W, act, arb, B, K, r0, r1, y, ldy); return;
+    case KN_P16_Q4_0:
+        if (atomic_load_explicit(&kn_p16_q4_shuf, memory_order_relaxed))
+            mm_p16_t(P16_Q4_0_SH, W, act, arb, B, K, r0, r1, y, ldy);
+        else
+            mm_p16_t(KN_P16_Q4_0, W, act, arb, B, K, r0, r1, y, ldy);
+        return;
     case KN_P16_Q4_1: mm_p16_t(KN_P16_Q4_1, W, act, arb, B, K, r0, r1, y, ldy); return;
     case KN_P16_Q5_0: mm_p16_t(KN_P16_Q5_0, W, act, arb, B, K, r0, r1, y, ldy); return;
     case KN_P16_Q5_1: mm_p16_t(KN_P16_Q5_1, W, act, arb, B, K, r0, r1, y, ldy); return;
