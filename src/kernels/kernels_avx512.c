@@ -1296,7 +1296,16 @@ INLINE void p16_block(uint32_t pt, int nb, const uint8_t *P, const uint8_t *S, c
     __m512i w[8];
     if (pt == KN_P16_Q8_0) {
 #pragma GCC unroll 8
-        for (int t = 0; t < 8; t++) w[t] = _mm512_load_si512((const void *)(v + 64 * t));
+        for (int t = 0; t < 8; t++) {
+            w[t] = _mm512_load_si512((const void *)(v + 64 * t));
+            /* An empty asm that takes and gives w[t] in a register, so that the compiler cannot load it
+             * again for each activation row (vpdpbusd's one memory operand is the activation word): at
+             * nb = 2-3 GCC 12 did, 8 * nb weight loads a block instead of 8. Zen 4, one thread, P16
+             * Q8_0 1024 x 512 in L2, cycles a block, three runs: B = 2 36.1-52.0 -> 27.6-32.2, B = 3
+             * 50.5-63.4 -> 33.7-44.2; 16384 x 512 (L3) B = 2 45.8-48.0 -> 36.3-37.8, B = 3 51.2-63.4
+             * -> 42.2-46.1; B = 1 and 4 the same. At nb > 4 it kept them, and costs: left alone. */
+            if (nb <= 4) __asm__("" : "+v"(w[t]));
+        }
     } else {
         const __m512i m4 = _mm512_set1_epi8(15), m16 = _mm512_set1_epi8(16);
         const __m512i H = pt == KN_P16_Q5_0 || pt == KN_P16_Q5_1 ? _mm512_load_si512((const void *)(v + 256)) : m4;
