@@ -100,6 +100,9 @@ void kn_scale_max(float *s, size_t s_stride, int nh, int64_t npos, float scale, 
  * (kernels_avx512.c, P16_PF_L2): set, unless kn_by_name hands out the avx512 table on an AMD family
  * 0x1A (Zen 5) core. The K-quant panels (p16k_super) always prefetch. */
 extern _Atomic int kn_p16_l2_b1;
+/* How far ahead, in bytes, that prefetch asks for the 32-element types' quants: 8 KB on the Zen 5
+ * (kn_by_name), 16 KB elsewhere. */
+extern _Atomic int kn_p16_l2_ahead;
 /* Whether that kernel takes half of Q4_0's activation words from shuffles rather than memory operands:
  * set where kn_p16_l2_b1 is cleared (a Zen 5, whose load ports bind it), clear on other cores. */
 extern _Atomic int kn_p16_q4_shuf;

@@ -1250,7 +1250,15 @@ static void avx512_matmul_mlx(int bits, int group, const uint32_t *W, const void
  * Zen 5 (AMD family 0x1A) the same B = 1 prefetch costs instead, where a block's loads are what bounds
  * it: one process, the table swapped every two steps, without it typing Q4_0 0.2297 -> 0.2140 and
  * 0.1887 -> 0.1726 ms, 0.5B Q8_0 15.14 -> 14.58 and 14.05 -> 13.49, typing Q8_0 and 0.5B Q4_0 within
- * 2 %. So at B = 1 it follows kn_p16_l2_b1, which kernels.c clears on that family. */
+ * 2 %. So at B = 1 it follows kn_p16_l2_b1, which kernels.c clears on that family. The 32-element
+ * types ask 16 KB ahead where kernels.c finds another core (kn_p16_l2_ahead), 8 KB on a Zen 5. On a
+ * Zen 4, in one process, the two tables swapped every two steps, 8 -> 16 KB: typing Q4_0 B = 4 0.9465
+ * -> 0.8889, 0.6752 -> 0.6404, 0.7311 -> 0.6718 ms, B = 1 0.2854 -> 0.3025, 0.3160 / 0.3155, 0.3166 ->
+ * 0.3093 (with the typing file in L3; 0.3376 -> 0.3178 and 0.3666 -> 0.3381 in a slower minute);
+ * typing Q8_0 B = 1 1.0481 -> 0.9957, B = 4 1.5209 -> 1.2695; 0.5B Q4_0 B = 1 10.76 -> 10.20, B = 4
+ * 12.35 -> 11.97; 0.5B Q8_0 B = 1 20.57 / 20.49, B = 4 23.04 -> 20.86 (32 KB: typing Q4_0 like 16).
+ * On the Zen 5, 16 KB gave B = 4 2-3 % (thirteenth session), within its noise, and B = 1 has no L2
+ * prefetch there. The K-quant panels keep P16_PF_L2. */
 #ifndef P16_PF_L2
 #define P16_PF_L2 8192
 #endif
@@ -1281,7 +1289,7 @@ typedef struct p16_act {
  * w[0..7] (elements 4t.. in w[t], 16 + 4t.. in w[4 + t]): Q4_0, Q4_1 their nibbles; the Q5 types add bit
  * 4 from vector 4 (shifted by t, or 4 - t, under each nibble); IQ4_NL looks its levels + 128 up. */
 INLINE void p16_block(uint32_t pt, int nb, const uint8_t *P, const uint8_t *S, const uint8_t *M, int64_t i,
-                      const p16_act *A, int pf2, __m512 *chain) {
+                      const p16_act *A, size_t pf2, __m512 *chain) {
     const size_t qbytes = (size_t)p16_qv(pt) * 64;
     const uint8_t *v = P + (size_t)i * qbytes;
 #pragma GCC unroll 8
@@ -1292,7 +1300,7 @@ INLINE void p16_block(uint32_t pt, int nb, const uint8_t *P, const uint8_t *S, c
     }
     if (pf2)
 #pragma GCC unroll 8
-        for (size_t q = 0; q < qbytes; q += 64) _mm_prefetch((const char *)v + P16_PF_L2 + q, _MM_HINT_T1);
+        for (size_t q = 0; q < qbytes; q += 64) _mm_prefetch((const char *)v + pf2 + q, _MM_HINT_T1);
     __m512i w[8];
     if (pt == KN_P16_Q8_0) {
 #pragma GCC unroll 8
@@ -1372,7 +1380,10 @@ INLINE void p16_block(uint32_t pt, int nb, const uint8_t *P, const uint8_t *S, c
 
 INLINE void p16_tile(uint32_t pt, int nb, const uint8_t *P, int64_t nbk, const uint8_t *act, size_t arb, __m512 *run) {
     const size_t qbytes = (size_t)p16_qv(pt) * 64;
-    const int pf2 = nb > 1 || atomic_load_explicit(&kn_p16_l2_b1, memory_order_relaxed);
+    /* the L2 prefetch's distance in bytes, or 0 for none (kn_p16_l2_b1, kn_p16_l2_ahead) */
+    const size_t pf2 = nb > 1 || atomic_load_explicit(&kn_p16_l2_b1, memory_order_relaxed)
+                           ? (size_t)atomic_load_explicit(&kn_p16_l2_ahead, memory_order_relaxed)
+                           : 0;
     const uint8_t *S = P + (size_t)nbk * qbytes, *M = S + ((size_t)nbk * 32 + 63) / 64 * 64;
     p16_act A;
 #pragma GCC unroll 8
