@@ -343,7 +343,8 @@ static uint64_t xcr0(void) {
 
 /* Bit 0: avx2 table usable (AVX2, FMA, F16C, OS saves YMM); bit 1: avx512 table usable (F, BW, VL,
  * DQ, VNNI, VBMI, OS saves ZMM and opmask state); bit 2: avxvnni table usable (bit 0 and AVX-VNNI,
- * cpuid leaf 7 subleaf 1, EAX bit 4); bit 3: an AMD family 0x1A core (Zen 5; kn_p16_l2_b1, kn_p16_q4_shuf, kn_p16_l2_ahead). */
+ * cpuid leaf 7 subleaf 1, EAX bit 4); bit 3: an AMD family 0x1A core (Zen 5; kn_p16_l2_b1,
+ * kn_p16_q4_shuf, kn_p16_l2_ahead). */
 static int x86_detect(void) {
     unsigned a, b, c, d;
     int amd = __get_cpuid(0, &a, &b, &c, &d) && b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163; /* AuthenticAMD */

@@ -1344,20 +1344,19 @@ INLINE void p16_block(uint32_t pt, int nb, const uint8_t *P, const uint8_t *S, c
         const int32_t c = p16_min(pt) ? 0 : pt == KN_P16_Q5_0 ? 2 * A->ca[b][i] : A->ca[b][i];
         __m512i s2[2] = {_mm512_set1_epi32(c), _mm512_setzero_si512()};
         if (pt == P16_Q4_0_SH) {
-            /* Half of the activation words from one 16-byte load and vpshufd, not from eight {1to16}
-             * operands (a Zen 5 only: kn_p16_q4_shuf): at B = 4 a block's loads (four weight vectors, 32
-             * broadcasts, the corrections and scales, eight prefetches) outnumber what the two load ports
-             * take in the time of its 32 vpdpbusd. The same bits. In one process (the table swapped every two steps): typing
-             * Q4_0 B = 4 0.5522 -> 0.5215, 0.4184 -> 0.3852, 0.5658 -> 0.5338, 0.4185 -> 0.3835, then with
-             * this code 0.3886 -> 0.3780, 0.4010 -> 0.3901 ms; B = 1 0.3087 -> 0.2821, 0.3037 -> 0.2789,
-             * 0.2222 -> 0.2040, 0.2178 -> 0.1996; 0.5B Q4_0 (DRAM) B = 1 and 4 within 2 % either way.
-             * Q8_0 got slower the same way (typing B = 4 0.905 -> 0.974, 0.787 -> 0.822; B = 1 +2-3 %),
-             * Q5_0 too (typing B = 4 0.507 -> 0.546), Q4_1 and IQ4_NL within the noise (0.510 -> 0.501,
-             * 0.491 -> 0.489), so the other types keep the memory operands. A Zen 4 (three load ports;
-             * vpdpbusd, vmulps and vfmadd share its two multiply pipes, vpshufd does not, but the
-             * shuffles still cost) is faster with the operands: one thread, 1024 x 512 in L2, cycles a
-             * block at 3.6 GHz, three runs, B = 1 24.4-26.7 -> 20.8-23.4, B = 2 29.2-30.7 -> 27.6-30.2,
-             * B = 3 46.3-48.4 -> 36.9-37.9, B = 4 50.5-52.1 -> 47.6-48.3; 16384 x 512 (L3) B = 4
+            /* Half of the activation words from one 16-byte load and vpshufd, not from eight {1to16} operands (a
+             * Zen 5 only: kn_p16_q4_shuf): at B = 4 a block's loads (four weight vectors, 32 broadcasts, the
+             * corrections and scales, eight prefetches) outnumber what the two load ports take in the time of its
+             * 32 vpdpbusd. The same bits. In one process (the table swapped every two steps): typing Q4_0 B = 4
+             * 0.5522 -> 0.5215, 0.4184 -> 0.3852, 0.5658 -> 0.5338, 0.4185 -> 0.3835, then with this code 0.3886 ->
+             * 0.3780, 0.4010 -> 0.3901 ms; B = 1 0.3087 -> 0.2821, 0.3037 -> 0.2789, 0.2222 -> 0.2040, 0.2178 ->
+             * 0.1996; 0.5B Q4_0 (DRAM) B = 1 and 4 within 2 % either way. Q8_0 got slower the same way (typing B =
+             * 4 0.905 -> 0.974, 0.787 -> 0.822; B = 1 +2-3 %), Q5_0 too (typing B = 4 0.507 -> 0.546), Q4_1 and
+             * IQ4_NL within the noise (0.510 -> 0.501, 0.491 -> 0.489), so the other types keep the memory
+             * operands. A Zen 4 (three load ports; vpdpbusd, vmulps and vfmadd share its two multiply pipes,
+             * vpshufd does not, but the shuffles still cost) is faster with the operands: one thread, 1024 x 512 in
+             * L2, cycles a block at 3.6 GHz, three runs, B = 1 24.4-26.7 -> 20.8-23.4, B = 2 29.2-30.7 ->
+             * 27.6-30.2, B = 3 46.3-48.4 -> 36.9-37.9, B = 4 50.5-52.1 -> 47.6-48.3; 16384 x 512 (L3) B = 4
              * 51.4-54.4 -> 44.1-51.2. */
             const __m512i x1 = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(qs + 16)));
             s2[0] = dpbusd_bcast(s2[0], w[0], qs);
@@ -1474,7 +1473,8 @@ INLINE void p16k_super(uint32_t pt, int nb, const uint8_t *v, int64_t i, const p
                 w[t] = _mm512_and_si512(hi ? _mm512_srli_epi16(x, 4) : x, m4);
             }
             /* scales are unsigned 6-bit bytes */
-            const __m512i sc = _mm512_and_si512(_mm512_srli_epi32(j < 4 ? s03 : s47, 8 * (j % 4)), _mm512_set1_epi32(255));
+            const __m512i sc =
+                _mm512_and_si512(_mm512_srli_epi32(j < 4 ? s03 : s47, 8 * (j % 4)), _mm512_set1_epi32(255));
 #pragma GCC unroll 4
             for (int b = 0; b < nb; b++) {
                 const int8_t *q = A->qs[b] + (size_t)i * QK_K + 32 * j;
