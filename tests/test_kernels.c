@@ -698,18 +698,18 @@ static void test_p16(void) {
      * the decode kernel's 192-block chunk; B: each tile size, two tiles, the panel kernel's range */
     static const int64_t ks[] = {32, 96, 512, 896, 2080, 4864, 6176};
     static const int Bs[] = {1, 2, 3, 4, 5, 8, 9, 13, 16, 17, 40};
-    for (int q = 0; q < 2; q++)
+    /* pass 1: the AVX-512 Q4_0 kernel's other way to its activation words (kn_p16_q4_shuf: the CPU picks
+     * one), where that table runs; pass 2: Q8_0 */
+    const int avx512 = kn_by_name("avx512") != NULL, shuf = atomic_load(&kn_p16_q4_shuf);
+    for (int pass = 0; pass < 3; pass++) {
+        if (pass == 1 && !avx512) continue;
+        atomic_store(&kn_p16_q4_shuf, pass == 1 ? !shuf : shuf);
         for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
             for (size_t bi = 0; bi < sizeof Bs / sizeof *Bs; bi++) {
                 if (ks[ki] > 2080 && Bs[bi] > 9) continue; /* keeps the run short */
-                check_p16(q ? QT_Q8_0 : QT_Q4_0, ks[ki], bi % 2 ? 37 : 48, Bs[bi]);
+                check_p16(pass == 2 ? QT_Q8_0 : QT_Q4_0, ks[ki], bi % 2 ? 37 : 48, Bs[bi]);
             }
-    /* the AVX-512 Q4_0 kernel's other way to its activation words (kn_p16_q4_shuf: the CPU picks one) */
-    if (!kn_by_name("avx512")) return;
-    int shuf = atomic_load(&kn_p16_q4_shuf);
-    atomic_store(&kn_p16_q4_shuf, !shuf);
-    for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
-        for (size_t bi = 0; bi < sizeof Bs / sizeof *Bs; bi += 2) check_p16(QT_Q4_0, ks[ki], bi % 4 ? 37 : 48, Bs[bi]);
+    }
     atomic_store(&kn_p16_q4_shuf, shuf);
 }
 

@@ -343,8 +343,8 @@ static uint64_t xcr0(void) {
 
 /* Bit 0: avx2 table usable (AVX2, FMA, F16C, OS saves YMM); bit 1: avx512 table usable (F, BW, VL,
  * DQ, VNNI, VBMI, OS saves ZMM and opmask state); bit 2: avxvnni table usable (bit 0 and AVX-VNNI,
- * cpuid leaf 7 subleaf 1, EAX bit 4); bit 3: an AMD family 0x1A core (Zen 5; kn_p16_l2_b1,
- * kn_p16_q4_shuf, kn_p16_l2_ahead). */
+ * cpuid leaf 7 subleaf 1, EAX bit 4); bit 3: an AMD family 0x1A core (Zen 5; kn_p16_l2_ahead,
+ * kn_p16_q4_shuf). */
 static int x86_detect(void) {
     unsigned a, b, c, d;
     int amd = __get_cpuid(0, &a, &b, &c, &d) && b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163; /* AuthenticAMD */
@@ -377,9 +377,8 @@ static int x86_features(void) {
 }
 #endif
 
-_Atomic int kn_p16_l2_b1 = 1;
+_Atomic int kn_p16_l2_ahead[2] = {16384, 16384};
 _Atomic int kn_p16_q4_shuf = 0;
-_Atomic int kn_p16_l2_ahead = 16384;
 
 const kn_ops *kn_by_name(const char *name) {
     if (!name) return NULL;
@@ -390,9 +389,10 @@ const kn_ops *kn_by_name(const char *name) {
     if (!strcmp(name, "avx512")) {
         int f = x86_features();
         if (!(f & 2)) return NULL;
-        atomic_store_explicit(&kn_p16_l2_b1, !(f & 8), memory_order_relaxed);
-        atomic_store_explicit(&kn_p16_q4_shuf, !!(f & 8), memory_order_relaxed);
-        atomic_store_explicit(&kn_p16_l2_ahead, f & 8 ? 8192 : 16384, memory_order_relaxed);
+        const int zen5 = f & 8;
+        atomic_store_explicit(&kn_p16_l2_ahead[0], zen5 ? 0 : 16384, memory_order_relaxed);
+        atomic_store_explicit(&kn_p16_l2_ahead[1], zen5 ? 8192 : 16384, memory_order_relaxed);
+        atomic_store_explicit(&kn_p16_q4_shuf, zen5, memory_order_relaxed);
         return &kn_avx512_ops;
     }
 #endif

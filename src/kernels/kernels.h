@@ -96,15 +96,13 @@ void kn_scale_max(float *s, size_t s_stride, int nh, int64_t npos, float scale, 
 /* attn_qk's split granule (positions): the AVX-512 table takes positions in tiles of 64 from the call's start. */
 #define KN_QK_SPLIT 64
 #define KN_PACKS(t) (1u << (t))
-/* Whether the AVX-512 kernel of the 32-element P16 types (p16_block) also prefetches into L2 at B = 1
- * (kernels_avx512.c, P16_PF_L2): set, unless kn_by_name hands out the avx512 table on an AMD family
- * 0x1A (Zen 5) core. The K-quant panels (p16k_super) always prefetch. */
-extern _Atomic int kn_p16_l2_b1;
-/* How far ahead, in bytes, that prefetch asks for the 32-element types' quants: 8 KB on the Zen 5
- * (kn_by_name), 16 KB elsewhere. */
-extern _Atomic int kn_p16_l2_ahead;
+/* How far ahead, in bytes, the AVX-512 kernel of the 32-element P16 types (p16_block) also asks for their
+ * quants into L2, [0] at B = 1 (0: not at all), [1] at B > 1: {0, 8 KB} where kn_by_name hands out the
+ * avx512 table on an AMD family 0x1A (Zen 5) core, {16 KB, 16 KB} elsewhere (kernels_avx512.c,
+ * P16_PF_L2). The K-quant panels (p16k_super) always ask P16_PF_L2 ahead. */
+extern _Atomic int kn_p16_l2_ahead[2];
 /* Whether that kernel takes half of Q4_0's activation words from shuffles rather than memory operands:
- * set where kn_p16_l2_b1 is cleared (a Zen 5, whose load ports bind it), clear on other cores. */
+ * set on the Zen 5 (whose load ports bind it), clear on other cores. */
 extern _Atomic int kn_p16_q4_shuf;
 typedef struct kn_ops {
     const char *name; /* "scalar", "avx2", "avxvnni", "avx512", "neon" */

@@ -1250,7 +1250,7 @@ static void avx512_matmul_mlx(int bits, int group, const uint32_t *W, const void
  * Zen 5 (AMD family 0x1A) the same B = 1 prefetch costs instead, where a block's loads are what bounds
  * it: one process, the table swapped every two steps, without it typing Q4_0 0.2297 -> 0.2140 and
  * 0.1887 -> 0.1726 ms, 0.5B Q8_0 15.14 -> 14.58 and 14.05 -> 13.49, typing Q8_0 and 0.5B Q4_0 within
- * 2 %. So at B = 1 it follows kn_p16_l2_b1, which kernels.c clears on that family. The 32-element
+ * 2 %. So at B = 1 there is none on that family (kn_p16_l2_ahead[0], from kernels.c). The 32-element
  * types ask 16 KB ahead where kernels.c finds another core (kn_p16_l2_ahead), 8 KB on a Zen 5. On a
  * Zen 4, in one process, the two tables swapped every two steps, 8 -> 16 KB: typing Q4_0 B = 4 0.9465
  * -> 0.8889, 0.6752 -> 0.6404, 0.7311 -> 0.6718 ms, B = 1 0.2854 -> 0.3025, 0.3160 / 0.3155, 0.3166 ->
@@ -1379,10 +1379,8 @@ INLINE void p16_block(uint32_t pt, int nb, const uint8_t *P, const uint8_t *S, c
 
 INLINE void p16_tile(uint32_t pt, int nb, const uint8_t *P, int64_t nbk, const uint8_t *act, size_t arb, __m512 *run) {
     const size_t qbytes = (size_t)p16_qv(pt) * 64;
-    /* the L2 prefetch's distance in bytes, or 0 for none (kn_p16_l2_b1, kn_p16_l2_ahead) */
-    const size_t pf2 = nb > 1 || atomic_load_explicit(&kn_p16_l2_b1, memory_order_relaxed)
-                           ? (size_t)atomic_load_explicit(&kn_p16_l2_ahead, memory_order_relaxed)
-                           : 0;
+    /* the L2 prefetch's distance in bytes, or 0 for none */
+    const size_t pf2 = (size_t)atomic_load_explicit(&kn_p16_l2_ahead[nb > 1], memory_order_relaxed);
     const uint8_t *S = P + (size_t)nbk * qbytes, *M = S + ((size_t)nbk * 32 + 63) / 64 * 64;
     p16_act A;
 #pragma GCC unroll 8
