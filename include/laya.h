@@ -90,6 +90,11 @@ typedef struct laya_model_info {
     uint64_t weight_bytes;  /* bytes of tensor data mapped */
     uint64_t file_bytes;
     uint64_t packed_bytes;  /* private memory of the packed copy (laya_model_params.pack_weights), 0 if none */
+    uint64_t step_bytes;    /* weight bytes one decode step reads: every matrix (the packed copy's size where
+                             * there is one) and vector of the layers and the output layer, not the token
+                             * embedding (one row a token) unless the output layer is tied to it. With the
+                             * KV cache's bytes, what a step cannot read faster than memory allows */
+    int32_t n_threads;      /* threads of the model's forward passes (laya_model_params.n_threads resolved) */
 } laya_model_info;
 
 LAYA_API void laya_model_get_info(const laya_model *m, laya_model_info *out);

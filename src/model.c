@@ -804,6 +804,21 @@ void laya_model_get_info(const laya_model *m, laya_model_info *o) {
     }
     o->file_bytes = m->gf ? gguf_file_size(m->gf) : m->st ? st_mapped_bytes(m->st) : 0;
     o->packed_bytes = m->packed_bytes;
+    o->n_threads = m->n_threads;
+    if (m->vocab_only) return;
+    const int nm = 7 * h->n_layer + 1;
+    laya_model *mm = (laya_model *)m; /* step_mat hands out non-const pointers; nothing is written */
+    for (int i = 0; i < nm; i++) {
+        const lm_mat *w = step_mat(mm, i);
+        uint32_t pt = m->packed_bytes ? pack_type(m, w) : 0;
+        if (pt) o->step_bytes += kn_pack_bytes(pt, w->rows, w->cols);
+        else o->step_bytes += (uint64_t)w->rows * w->row_bytes;
+        if (w->mlx_bits) /* scales and biases, one each per group */
+            o->step_bytes += 2ull * (uint64_t)w->rows * (uint64_t)(w->cols / w->mlx_group) * (w->sb_type == QT_F32 ? 4 : 2);
+    }
+    uint64_t qd = (uint64_t)h->n_head * h->head_dim, kvd = (uint64_t)h->n_head_kv * h->head_dim;
+    uint64_t vec = 2ull * h->n_embd + (h->has_qkv_bias ? qd + 2 * kvd : 0) + (h->has_qk_norm ? 2ull * h->head_dim : 0);
+    o->step_bytes += 4 * (vec * (uint64_t)h->n_layer + (uint64_t)h->n_embd); /* F32 norms and biases */
 }
 
 laya_status laya_model_tensor(const laya_model *m, int32_t i, const char **name, const char **type, int64_t ne[4],

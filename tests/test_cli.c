@@ -416,6 +416,29 @@ static void test_bench(void) {
     for (int i = 0; i < 3; i++) CHECK(jpath(v, "prefill_tok_s", pre[i]) && jpath(v, "prefill_tok_s", pre[i])->num > 0, "prefill %s", pre[i]);
     for (int i = 0; i < 4; i++) CHECK(jpath(v, "decode_ms", dec[i]) && jpath(v, "decode_ms", dec[i])->num > 0, "decode %s", dec[i]);
     CHECK(json_get(v, "load_ms") && json_get(v, "peak_rss_mb") && json_get(v, "peak_rss_mb")->num > 1, "load/rss");
+    CHECK(!json_get(v, "floor"), "no floor without --floor");
+    json_free(d);
+    result_free(&r);
+
+    /* --floor: per B the bytes a step reads (the weights, then more keys and values as B grows), the read
+     * loop's time over them and the step's */
+    r = run_laya(NULL, "bench -m %s --reps 1 --threads 2 --floor --json", g_model);
+    CHECK(r.code == 0 && !r.crashed, "bench --floor exit %d: %s", r.code, r.err);
+    d = parse_out(&r);
+    v = json_root(d);
+    double prev = 0;
+    for (int i = 0; i < 4; i++) {
+        const json_value *f = jpath(v, "floor", dec[i]);
+        const json_value *mb = f ? json_get(f, "mb") : NULL, *fm = f ? json_get(f, "floor_ms") : NULL;
+        const json_value *sm = f ? json_get(f, "step_ms") : NULL, *q = f ? json_get(f, "ratio") : NULL;
+        const json_value *lo = f ? json_get(f, "ratio_min") : NULL, *hi = f ? json_get(f, "ratio_max") : NULL;
+        CHECK(mb && fm && sm && q && lo && hi, "floor %s: fields", dec[i]);
+        if (!(mb && fm && sm && q && lo && hi)) continue;
+        CHECK(mb->num > 30 && mb->num > prev && mb->num < 60, "floor %s: %.2f MB after %.2f", dec[i], mb->num, prev);
+        CHECK(fm->num > 0 && sm->num > 0 && lo->num > 0 && lo->num <= q->num && q->num <= hi->num, "floor %s: %g / %g ms, ratio %g (%g-%g)",
+              dec[i], fm->num, sm->num, q->num, lo->num, hi->num);
+        prev = mb->num;
+    }
     json_free(d);
     result_free(&r);
 }

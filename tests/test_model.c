@@ -498,6 +498,29 @@ done:
     laya_context_free(c[1]);
 }
 
+/* laya_model_info.step_bytes: with every weight a view of the file, a tied model's step reads every tensor
+ * of it once (the embedding is the output layer); the packed copy holds the same blocks in another order,
+ * so it changes the count only by what packing adds (nothing for these types), and the threads resolve. */
+static void check_step_bytes(const laya_model *packed) {
+    laya_model_params mp = laya_model_default_params();
+    mp.n_threads = 3;
+    mp.pack_weights = -1;
+    laya_model *m = NULL;
+    char err[LAYA_ERR_MSG_MAX] = "";
+    CHECK(laya_model_load(MODEL, mp, &m, err, sizeof err) == LAYA_OK, "load unpacked: %s", err);
+    if (!m) return;
+    laya_model_info a, b;
+    laya_model_get_info(m, &a);
+    laya_model_get_info(packed, &b);
+    CHECK(a.tied_output && a.step_bytes == a.weight_bytes, "unpacked step_bytes %llu, weight_bytes %llu",
+          (unsigned long long)a.step_bytes, (unsigned long long)a.weight_bytes);
+    CHECK(a.packed_bytes == 0 && a.n_threads == 3 && b.n_threads == 2, "packed %llu, threads %d / %d",
+          (unsigned long long)a.packed_bytes, a.n_threads, b.n_threads);
+    CHECK(b.step_bytes >= b.packed_bytes && b.step_bytes == a.step_bytes, "packed step_bytes %llu (packed %llu) against %llu",
+          (unsigned long long)b.step_bytes, (unsigned long long)b.packed_bytes, (unsigned long long)a.step_bytes);
+    laya_model_free(m);
+}
+
 int main(void) {
     laya_model *m = NULL;
     char err[LAYA_ERR_MSG_MAX] = "";
@@ -519,6 +542,7 @@ int main(void) {
         CHECK(st == LAYA_OK && n == 1 && id[0] == i, "%s -> %zu ids, first %d", specials[i], n, n ? id[0] : -1);
     }
     check_roundtrip(m);
+    check_step_bytes(m);
     check_batch_vs_steps(m, LAYA_KV_F32);
     check_batch_vs_steps(m, LAYA_KV_F16);
     check_shared_kv(m, LAYA_KV_F32);

@@ -2,8 +2,11 @@
  * step for 1, 2, 4 and 8 sequences sharing a P-token prefix (64 unless --prefix) (the per-keystroke candidate pattern), plus
  * peak RSS. Medians over repetitions; p10/p90 in the human-readable table. Not here: accuracy checks. */
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -12,7 +15,8 @@
 #include "json.h"
 
 #define HELP_BENCH                                                                                        \
-    "usage: laya bench [-m MODEL] [--threads N] [--reps R] [--prefix P] [--kv f32|f16] [--profile] [--json]\n"         \
+    "usage: laya bench [-m MODEL] [--threads N] [--reps R] [--prefix P] [--kv f32|f16] [--profile] [--floor]\n"      \
+    "                  [--json]\n"                                                                       \
     "Measures, on one context of 8 sequences:\n"                                                          \
     "  prefill: tokens/s of one batch of 8, 64 and 512 tokens into an empty sequence (R runs each)\n"     \
     "  decode:  ms per step where each of B = 1, 2, 4, 8 sequences, forked from a shared P-token\n"       \
@@ -21,11 +25,18 @@
     "  memory:  peak RSS in MB (getrusage)\n"                                                             \
     "  profile: with --profile, mean ms per decode step by phase for B = 1 and 4 (separate runs: the\n"  \
     "           timing adds a little to each step)\n"                                                    \
+    "  floor:   with --floor, the memory floor side by side: three rounds, each of them for every B a\n"   \
+    "           plain read loop (as many threads) over the bytes one step reads (laya_model_info\n"      \
+    "           step_bytes plus the keys and values the B sequences attend to), then the B decode steps\n" \
+    "           again; medians of each, and the step's time over the read loop's (1.0: the step runs\n"   \
+    "           at the speed of reading its bytes once). Peak RSS is taken before its buffer exists\n"   \
     "--threads N sets laya_model_params.n_threads (0 = all CPUs); R defaults to 5; P (16..448) to 64, the\n" \
     "  context the candidates share; --kv the KV cache type (laya_context_params.kv_type, default f32).\n"  \
     "  --json prints\n"                                                                                   \
     "  {\"prefill_tok_s\":{\"8\":x,\"64\":x,\"512\":x},\"decode_ms\":{\"1\":x,\"2\":x,\"4\":x,\"8\":x},\n" \
-    "   \"load_ms\":x,\"first_token_ms\":x,\"ready_ms\":x,\"peak_rss_mb\":x[,\"profile\":{\"1\":{PHASE:ms,...},\"4\":{...}}]}   (medians)\n"
+    "   \"load_ms\":x,\"first_token_ms\":x,\"ready_ms\":x,\"peak_rss_mb\":x[,\"profile\":{\"1\":{PHASE:ms,...},\"4\":{...}}]\n" \
+    "   [,\"floor\":{\"B\":{\"mb\":x,\"floor_ms\":x,\"gb_s\":x,\"step_ms\":x,\"ratio\":x,\"ratio_min\":x,\"ratio_max\":x},...}]}\n" \
+    "  (medians; mb = 10^6 bytes)\n"
 
 static double now_ms(void) {
     struct timespec ts;
@@ -50,6 +61,104 @@ static stats summarize(double *v, int n) {
     return s;
 }
 
+/* B sequences forked from sequence 0's first `prefix` positions, each given one token a step: one
+ * untimed step (the only one paying for the new sequences' cold caches), then `steps` timed ones, their
+ * ms in samples. Returns CLI_OK or CLI_FAIL (said why). */
+static int decode_steps(laya_context *c, int B, int prefix, int steps, const laya_token *tok, const int8_t *want,
+                        double *samples) {
+    int32_t bseq[8];
+    laya_token btok[8];
+    for (int j = 0; j < B; j++) {
+        bseq[j] = j;
+        if (j && laya_seq_fork(c, 0, j, prefix)) return cli_fail("fork: %s", laya_context_error(c));
+    }
+    laya_seq_truncate(c, 0, prefix);
+    for (int step = -1; step < steps; step++) {
+        for (int j = 0; j < B; j++) btok[j] = tok[(prefix + step + 1 + j * 7) % 512];
+        double t = now_ms();
+        if (laya_decode(c, (laya_batch){B, btok, bseq, want})) return cli_fail("decode: %s", laya_context_error(c));
+        if (step >= 0) samples[step] = now_ms() - t;
+    }
+    return CLI_OK;
+}
+
+/* ---- the memory floor (--floor) ----------------------------------------------------------------------
+ * A plain read loop over a buffer of the bytes a step reads, on as many threads as the model's passes,
+ * timed the way a step is (from the start of the work to the last thread's end). Portable vectors of 16
+ * bytes: on the machines measured they read as fast as 64-byte AVX-512 loads (bench/bw.c), from DRAM
+ * and from L3. The threads exist only during a block of passes, so they never spin beside a decode. */
+typedef unsigned long long fl_vec __attribute__((vector_size(16)));
+
+typedef struct floor_job {
+    const char *buf;
+    size_t n;            /* bytes a pass reads (a multiple of 64 * nt) */
+    int nt, passes;
+    atomic_int gen;      /* pass number the workers may start; passes + 1: stop */
+    atomic_int done;     /* worker parts finished in the current pass */
+    fl_vec sink[64];
+} floor_job;
+
+typedef struct { floor_job *f; int tid; } floor_arg;
+
+static fl_vec floor_read(const char *p, size_t n) {
+    fl_vec s0 = {0, 0}, s1 = s0, s2 = s0, s3 = s0;
+    for (size_t i = 0; i < n; i += 64) {
+        fl_vec x0, x1, x2, x3;
+        memcpy(&x0, p + i, 16), memcpy(&x1, p + i + 16, 16), memcpy(&x2, p + i + 32, 16), memcpy(&x3, p + i + 48, 16);
+        s0 += x0, s1 += x1, s2 += x2, s3 += x3;
+    }
+    return (s0 + s1) + (s2 + s3);
+}
+
+static void floor_part(floor_job *f, int tid) {
+    size_t part = f->n / (size_t)f->nt;
+    f->sink[tid] += floor_read(f->buf + part * (size_t)tid, part);
+}
+
+static void *floor_worker(void *v) {
+    floor_arg *a = v;
+    floor_job *f = a->f;
+    for (int seen = 0;;) {
+        int g;
+        while ((g = atomic_load_explicit(&f->gen, memory_order_acquire)) == seen) {}
+        if (g > f->passes) return NULL;
+        seen = g;
+        floor_part(f, a->tid);
+        atomic_fetch_add_explicit(&f->done, 1, memory_order_release);
+    }
+}
+
+/* One untimed pass, then f->passes timed ones of f->n bytes (ms in samples). Fewer threads if some
+ * cannot be started. */
+static void floor_passes(floor_job *f, double *samples) {
+    pthread_t th[64];
+    floor_arg args[64];
+    int started = 1;
+    atomic_store(&f->gen, 0);
+    atomic_store(&f->done, 0);
+    for (int t = 1; t < f->nt; t++) {
+        args[t] = (floor_arg){f, t};
+        if (pthread_create(&th[t], NULL, floor_worker, &args[t])) break;
+        started++;
+    }
+    int nt = f->nt;
+    f->nt = started;
+    f->n -= f->n % (64 * (size_t)started);
+    f->passes++; /* pass 1 is the untimed one */
+    for (int g = 1; g <= f->passes; g++) {
+        atomic_store_explicit(&f->done, 0, memory_order_relaxed);
+        double t = now_ms();
+        atomic_store_explicit(&f->gen, g, memory_order_release);
+        floor_part(f, 0);
+        while (atomic_load_explicit(&f->done, memory_order_acquire) < started - 1) {}
+        if (g > 1) samples[g - 2] = now_ms() - t;
+    }
+    atomic_store_explicit(&f->gen, f->passes + 1, memory_order_release);
+    for (int t = 1; t < started; t++) pthread_join(th[t], NULL);
+    f->passes--;
+    f->nt = nt;
+}
+
 static const int k_prefill[3] = {8, 64, 512};
 static const int k_batch[4] = {1, 2, 4, 8};
 #define N_SEQ 8
@@ -59,7 +168,7 @@ int cmd_bench(int argc, char **argv) {
     const char *model = NULL;
     const char *kv = "f32";
     long threads = 0, reps = 5, prefix = 64;
-    int json = 0, profile = 0;
+    int json = 0, profile = 0, floor_on = 0;
     for (p.i = 0; p.i < argc; p.i++) {
         const char *v;
         if (arg_help(&p)) {
@@ -73,6 +182,7 @@ int cmd_bench(int argc, char **argv) {
         else if ((v = arg_str(&p, NULL, "--kv"))) kv = v;
         else if (arg_is(&p, NULL, "--json")) json = 1;
         else if (arg_is(&p, NULL, "--profile")) profile = 1;
+        else if (arg_is(&p, NULL, "--floor")) floor_on = 1;
         else if (!p.bad) return cli_usage_error("bench", "unknown argument '%s'", argv[p.i]);
         if (p.bad) return CLI_USAGE;
     }
@@ -86,6 +196,8 @@ int cmd_bench(int argc, char **argv) {
     double load_ms = now_ms() - t0;
 
     int rc = CLI_OK;
+    void *fbuf = MAP_FAILED; /* --floor's read buffer */
+    size_t fcap = 0;
     int max_kv = 512;
     int steps = (int)CLI_MIN(CLI_MAX(8, 4 * reps), max_kv - prefix - 1);
     laya_context_params cp = laya_context_default_params();
@@ -152,24 +264,7 @@ int cmd_bench(int argc, char **argv) {
     laya_seq_truncate(c, 0, 0);
     DECODE(((laya_batch){prefix, tok, seq, NULL}));
     for (int k = 0; k < 4; k++) {
-        int B = k_batch[k];
-        int32_t bseq[N_SEQ];
-        laya_token btok[N_SEQ];
-        for (int j = 0; j < B; j++) {
-            bseq[j] = j;
-            if (j && (st = laya_seq_fork(c, 0, j, prefix))) {
-                rc = cli_fail("fork: %s", laya_context_error(c));
-                goto done;
-            }
-        }
-        laya_seq_truncate(c, 0, prefix);
-        /* one untimed step first: it is the only one paying for cold caches of the new sequences */
-        for (int step = -1; step < steps; step++) {
-            for (int j = 0; j < B; j++) btok[j] = tok[(prefix + step + 1 + j * 7) % 512];
-            double t = now_ms();
-            DECODE(((laya_batch){B, btok, bseq, want}));
-            if (step >= 0) samples[step] = now_ms() - t;
-        }
+        if ((rc = decode_steps(c, k_batch[k], prefix, steps, tok, want, samples))) goto done;
         dec[k] = summarize(samples, steps);
     }
     /* Per-phase profile: the same decode steps again with timing on (sequences 0..B-1 are at prefix + steps
@@ -203,6 +298,66 @@ int cmd_bench(int argc, char **argv) {
     getrusage(RUSAGE_SELF, &ru);
     double rss_mb = (double)ru.ru_maxrss / 1024.0; /* Linux reports kilobytes */
 
+    /* The memory floor side by side: per round and B, the read loop over the bytes a step reads, then
+     * the steps themselves, so that both see the same minute of a shared machine. */
+    enum { FLOOR_ROUNDS = 3 };
+    struct { double mb, floor_ms, step_ms, ratio, rmin, rmax; } fl[4];
+    if (floor_on) {
+        laya_model_info mi;
+        laya_model_get_info(m, &mi);
+        /* keys and values the B sequences attend to, averaged over the timed steps: timed step s of
+         * sequence j reads positions 0..prefix + s + 1; forks share the prefix in whole 64s (laya_seq_fork) */
+        double kv_pp = 2.0 * mi.n_layer * mi.n_head_kv * mi.head_dim * (cp.kv_type == LAYA_KV_F16 ? 2 : 4);
+        double own = prefix + 2 + (steps - 1) / 2.0;
+        size_t fb[4];
+        for (int k = 0; k < 4; k++) {
+            int B = k_batch[k], sh = B > 1 ? prefix / 64 * 64 : 0;
+            fb[k] = (size_t)mi.step_bytes + (size_t)(kv_pp * (sh + B * (own - sh)));
+            fcap = CLI_MAX(fcap, fb[k]);
+        }
+        int nt = CLI_MAX(1, CLI_MIN(64, mi.n_threads));
+        fcap += 64 * (size_t)nt;
+        fbuf = mmap(NULL, fcap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        double *fs = malloc(FLOOR_ROUNDS * 4 * 2 * sizeof *fs), *fsamp = malloc((size_t)CLI_MAX(reps, 5) * sizeof *fsamp);
+        if (fbuf == MAP_FAILED || !fs || !fsamp) {
+            free(fs), free(fsamp);
+            rc = cli_fail("--floor: cannot allocate %.1f MB for the read loop", (double)fcap / 1e6);
+            goto done;
+        }
+#ifdef MADV_HUGEPAGE
+        madvise(fbuf, fcap, MADV_HUGEPAGE); /* as the packed weights are */
+#endif
+        memset(fbuf, 1, fcap);
+        static floor_job fj; /* static: its sink array need not live on the stack */
+        fj.buf = fbuf;
+        fj.nt = nt;
+        fj.passes = (int)CLI_MAX(reps, 5);
+        for (int r = 0; r < FLOOR_ROUNDS; r++)
+            for (int k = 0; k < 4; k++) {
+                /* the pool's threads spin a little after a pass, then sleep: let them */
+                nanosleep(&(struct timespec){0, 5000000}, NULL);
+                fj.n = fb[k];
+                floor_passes(&fj, fsamp);
+                fs[(r * 4 + k) * 2] = summarize(fsamp, fj.passes).med * (double)fb[k] / (double)fj.n;
+                if ((rc = decode_steps(c, k_batch[k], prefix, steps, tok, want, samples))) {
+                    free(fs), free(fsamp);
+                    goto done;
+                }
+                fs[(r * 4 + k) * 2 + 1] = summarize(samples, steps).med;
+            }
+        for (int k = 0; k < 4; k++) {
+            double a[FLOOR_ROUNDS], b[FLOOR_ROUNDS], q[FLOOR_ROUNDS];
+            for (int r = 0; r < FLOOR_ROUNDS; r++)
+                a[r] = fs[(r * 4 + k) * 2], b[r] = fs[(r * 4 + k) * 2 + 1], q[r] = b[r] / a[r];
+            fl[k].mb = (double)fb[k] / 1e6;
+            fl[k].floor_ms = summarize(a, FLOOR_ROUNDS).med;
+            fl[k].step_ms = summarize(b, FLOOR_ROUNDS).med;
+            fl[k].ratio = summarize(q, FLOOR_ROUNDS).med; /* sorted: q[0] and q[last] are the extremes */
+            fl[k].rmin = q[0], fl[k].rmax = q[FLOOR_ROUNDS - 1];
+        }
+        free(fs), free(fsamp);
+    }
+
     json_buf b;
     json_buf_init(&b);
     if (json) {
@@ -232,6 +387,23 @@ int cmd_bench(int argc, char **argv) {
             }
             if (k == 1) json_buf_cstr(&b, "}}");
         }
+        for (int k = 0; floor_on && k < 4; k++) {
+            json_buf_printf(&b, "%s\"%d\":{\"mb\":", k ? "," : ",\"floor\":{", k_batch[k]);
+            json_buf_num(&b, fl[k].mb);
+            json_buf_cstr(&b, ",\"floor_ms\":");
+            json_buf_num(&b, fl[k].floor_ms);
+            json_buf_cstr(&b, ",\"gb_s\":");
+            json_buf_num(&b, fl[k].mb / fl[k].floor_ms); /* MB per ms */
+            json_buf_cstr(&b, ",\"step_ms\":");
+            json_buf_num(&b, fl[k].step_ms);
+            json_buf_cstr(&b, ",\"ratio\":");
+            json_buf_num(&b, fl[k].ratio);
+            json_buf_cstr(&b, ",\"ratio_min\":");
+            json_buf_num(&b, fl[k].rmin);
+            json_buf_cstr(&b, ",\"ratio_max\":");
+            json_buf_num(&b, fl[k].rmax);
+            json_buf_cstr(&b, k == 3 ? "}}" : "}");
+        }
         json_buf_cstr(&b, "}\n");
     } else {
         json_buf_printf(&b, "model %s, backend %s, %ld reps, %d decode steps\n", model, laya_cpu_backend(), reps,
@@ -260,11 +432,24 @@ int cmd_bench(int argc, char **argv) {
             }
             json_buf_printf(&b, "  %-31s %10.3f %10.3f\n", "total", tot[0], tot[1]);
         }
+        if (floor_on) {
+            json_buf_printf(&b, "memory floor, side by side (%d rounds of: a read loop over the bytes a step reads, then the steps)\n",
+                            FLOOR_ROUNDS);
+            json_buf_printf(&b, "%-22s %9s %9s %9s %9s %11s %13s\n", "", "MB read", "floor ms", "GB/s", "step ms",
+                            "step/floor", "(min-max)");
+            for (int k = 0; k < 4; k++) {
+                char label[40];
+                snprintf(label, sizeof label, "decode B=%d", k_batch[k]);
+                json_buf_printf(&b, "%-22s %9.1f %9.3f %9.1f %9.3f %11.2f %6.2f-%.2f\n", label, fl[k].mb, fl[k].floor_ms,
+                                fl[k].mb / fl[k].floor_ms, fl[k].step_ms, fl[k].ratio, fl[k].rmin, fl[k].rmax);
+            }
+        }
     }
     if (json_buf_status(&b)) rc = cli_fail("out of memory");
     else if (fwrite(b.p, 1, b.len, stdout) != b.len || fflush(stdout)) rc = cli_fail("writing to stdout failed");
     json_buf_free(&b);
 done:
+    if (fbuf != MAP_FAILED) munmap(fbuf, fcap);
     free(tok);
     free(seq);
     free(want);
