@@ -78,15 +78,12 @@ int kn_p16_qvecs(uint32_t ptype) {
 
 int kn_p16_has_min(uint32_t ptype) { return ptype == KN_P16_Q4_1 || ptype == KN_P16_Q5_1; }
 
-static size_t pad64(size_t n) { return (n + 63) / 64 * 64; }
-
 static int is_k(uint32_t ptype) { return ptype == KN_P16_Q4_K || ptype == KN_P16_Q6_K; }
 
 size_t kn_pack_panel_bytes(uint32_t ptype, int64_t K) {
     if (is_k(ptype)) return K <= 0 || K % QK_K ? 0 : (size_t)(K / QK_K) * (size_t)kn_p16_qvecs(ptype) * 64;
     if (!kn_p16_source(ptype) || K <= 0 || K % 32) return 0;
-    size_t nb = (size_t)(K / 32);
-    return nb * (size_t)kn_p16_qvecs(ptype) * 64 + pad64(nb * 32) * (kn_p16_has_min(ptype) ? 2 : 1);
+    return (size_t)(K / 32 + 1) / 2 * kn_p16_pair_bytes(kn_p16_qvecs(ptype), kn_p16_has_min(ptype));
 }
 
 size_t kn_pack_bytes(uint32_t ptype, int64_t N, int64_t K) {
@@ -263,22 +260,27 @@ void kn_pack(uint32_t ptype, const void *W, size_t w_row_bytes, int64_t N, int64
     const size_t pb = kn_pack_panel_bytes(ptype, K);
     const int64_t nb = K / 32;
     const int qv = kn_p16_qvecs(ptype), nq = st == QT_Q8_0 ? 8 : 4;
-    const size_t bsz = (size_t)qt_get(st)->bytes, qbytes = (size_t)nb * qv * 64;
+    const size_t bsz = (size_t)qt_get(st)->bytes;
+    const int mins = kn_p16_has_min(ptype);
     int fm, fqh, fqs;
     src_fields(st, &fm, &fqh, &fqs);
     for (int64_t p = p0; p < p1; p++) {
         uint8_t *P = (uint8_t *)dst + (size_t)p * pb;
-        uint16_t *sc = (uint16_t *)(P + qbytes), *mn = (uint16_t *)(P + qbytes + pad64((size_t)nb * 32));
-        /* every byte is written once (a fresh map is written as it is first touched) */
-        memset((uint8_t *)sc + nb * 32, 0, pad64((size_t)nb * 32) - (size_t)nb * 32);
-        if (fm >= 0) memset((uint8_t *)mn + nb * 32, 0, pad64((size_t)nb * 32) - (size_t)nb * 32);
+        /* every byte is written once (a fresh map is written as it is first touched): an odd nb's last
+         * pair has no second block */
+        if (nb & 1) {
+            memset(P + kn_p16_q_at(qv, mins, nb), 0, (size_t)qv * 64);
+            memset(P + kn_p16_s_at(qv, mins, nb), 0, 32);
+            if (mins) memset(P + kn_p16_s_at(qv, mins, nb) + 64, 0, 32);
+        }
         for (int r = 0; r < 16; r++) {
             const int pad = p * 16 + r >= N; /* padding rows: zero quants and scales */
             const uint8_t *row = (const uint8_t *)W + (size_t)(pad ? 0 : p * 16 + r) * w_row_bytes;
             const uint32_t flip = st == QT_Q8_0 ? 0x80808080u : 0;
             for (int64_t i = 0; i < nb; i++) {
                 const uint8_t *blk = row + (size_t)i * bsz;
-                uint8_t *v = P + (size_t)i * qv * 64 + r * 4;
+                uint8_t *v = P + kn_p16_q_at(qv, mins, i) + r * 4;
+                uint16_t *sc = (uint16_t *)(P + kn_p16_s_at(qv, mins, i)), *mn = sc + 32;
                 uint32_t q;
                 for (int t = 0; t < nq; t++) {
                     memcpy(&q, blk + fqs + 4 * t, 4);
@@ -292,11 +294,11 @@ void kn_pack(uint32_t ptype, const void *W, size_t w_row_bytes, int64_t N, int64
                 }
                 uint16_t h = 0;
                 if (!pad) memcpy(&h, blk, 2);
-                sc[i * 16 + r] = h;
+                sc[r] = h;
                 if (fm >= 0) {
                     h = 0;
                     if (!pad) memcpy(&h, blk + fm, 2);
-                    mn[i * 16 + r] = h;
+                    mn[r] = h;
                 }
             }
         }
@@ -310,10 +312,10 @@ void kn_p16_block(uint32_t ptype, const void *P, int64_t K, int64_t r, int64_t i
         return;
     }
     const uint32_t st = kn_p16_source(ptype);
-    const int64_t nb = K / 32;
     const int qv = kn_p16_qvecs(ptype), nq = st == QT_Q8_0 ? 8 : 4, lane = (int)(r % 16);
     const uint8_t *pan = (const uint8_t *)P + (size_t)(r / 16) * kn_pack_panel_bytes(ptype, K);
-    const uint8_t *v = pan + (size_t)i * qv * 64 + lane * 4, *sc = pan + (size_t)nb * qv * 64;
+    const int mins = kn_p16_has_min(ptype);
+    const uint8_t *v = pan + kn_p16_q_at(qv, mins, i) + lane * 4, *sc = pan + kn_p16_s_at(qv, mins, i);
     int fm, fqh, fqs;
     src_fields(st, &fm, &fqh, &fqs);
     uint8_t *b = blk;
@@ -328,8 +330,8 @@ void kn_p16_block(uint32_t ptype, const void *P, int64_t K, int64_t r, int64_t i
         q = plane_to_qh(q);
         memcpy(b + fqh, &q, 4);
     }
-    memcpy(b, sc + (i * 16 + lane) * 2, 2);
-    if (fm >= 0) memcpy(b + fm, sc + pad64((size_t)nb * 32) + (i * 16 + lane) * 2, 2);
+    memcpy(b, sc + lane * 2, 2);
+    if (fm >= 0) memcpy(b + fm, sc + 64 + lane * 2, 2);
 }
 
 #ifdef KN_X86

@@ -570,25 +570,23 @@ INLINE void p2_rows_dot(uint32_t pt, int nb, const __m256i *w, __m256 dw, __m256
 
 /* Block i of half h of the panel into chain[b] for nb activation rows (software prefetch on the first
  * half's pass: the second reads the chunk from L1). */
-INLINE void p2_block(uint32_t pt, int nb, const uint8_t *P, const uint8_t *S, const uint8_t *M, int64_t i, int h,
-                     const p2_act *A, __m256 *chain) {
+INLINE void p2_block(uint32_t pt, int nb, const uint8_t *P, int64_t i, int h, const p2_act *A, __m256 *chain) {
     const size_t qbytes = (size_t)p2_qv(pt) * 64;
-    const uint8_t *v = P + (size_t)i * qbytes + 32 * h;
+    const uint8_t *v = P + kn_p16_q_at(p2_qv(pt), p2_min(pt), i) + 32 * h;
+    const uint8_t *S = P + kn_p16_s_at(p2_qv(pt), p2_min(pt), i), *M = S + 64;
     if (h == 0) {
+        /* the lines ahead of this block's: a pair's second block has the pair's scales after its vectors */
+        const size_t span = qbytes + ((i & 1) ? (p2_min(pt) ? 128 : 64) : 0);
 #pragma GCC unroll 8
-        for (size_t q = 0; q < qbytes; q += 64) _mm_prefetch((const char *)v + PREFETCH + q, _MM_HINT_T0);
-        if (!(i & 1)) {
-            _mm_prefetch((const char *)S + (size_t)i * 32 + PREFETCH * 32 / qbytes, _MM_HINT_T0);
-            if (p2_min(pt)) _mm_prefetch((const char *)M + (size_t)i * 32 + PREFETCH * 32 / qbytes, _MM_HINT_T0);
-        }
+        for (size_t q = 0; q < span; q += 64) _mm_prefetch((const char *)v + PREFETCH + q, _MM_HINT_T0);
 #pragma GCC unroll 8
-        for (size_t q = 0; q < qbytes; q += 64) _mm_prefetch((const char *)v + P2_PF_L2 + q, _MM_HINT_T1);
+        for (size_t q = 0; q < span; q += 64) _mm_prefetch((const char *)v + P2_PF_L2 + q, _MM_HINT_T1);
     }
     __m256i w[8];
 #pragma GCC unroll 8
     for (int t = 0; t < 8; t++) w[t] = p2_wvec(pt, v, t);
-    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(S + (size_t)i * 32 + 16 * h)));
-    const __m256 mw = p2_min(pt) ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(M + (size_t)i * 32 + 16 * h)))
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(S + 16 * h)));
+    const __m256 mw = p2_min(pt) ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(M + 16 * h)))
                                  : _mm256_setzero_ps();
     p2_rows_dot(pt, nb, w, dw, mw, A, i, chain);
 }
@@ -660,8 +658,6 @@ INLINE void p2_block_rows(uint32_t wt, int nb, const uint8_t *const *row, __m256
 
 INLINE void p2_tile_any(uint32_t pt, uint32_t src, const uint8_t *const *rows, int hmask, int nb, const uint8_t *P,
                         int64_t nbk, int64_t k0, int64_t k1, const uint8_t *act, size_t arb, __m256 *run) {
-    const size_t qbytes = (size_t)p2_qv(pt) * 64;
-    const uint8_t *S = src ? NULL : P + (size_t)nbk * qbytes, *M = src ? NULL : S + ((size_t)nbk * 32 + 63) / 64 * 64;
     p2_act A;
 #pragma GCC unroll 4
     for (int b = 0; b < nb; b++) {
@@ -692,13 +688,13 @@ INLINE void p2_tile_any(uint32_t pt, uint32_t src, const uint8_t *const *rows, i
                     p2_block_rows(src, nb, rows + 8 * h, off, i, &A, ev);
                     p2_block_rows(src, nb, rows + 8 * h, off, i + 1, &A, od);
                 } else {
-                    p2_block(pt, nb, P, S, M, i, h, &A, ev);
-                    p2_block(pt, nb, P, S, M, i + 1, h, &A, od);
+                    p2_block(pt, nb, P, i, h, &A, ev);
+                    p2_block(pt, nb, P, i + 1, h, &A, od);
                 }
             }
             if (i < c1) {
                 if (src) p2_block_rows(src, nb, rows + 8 * h, off, i, &A, ev);
-                else p2_block(pt, nb, P, S, M, i, h, &A, ev);
+                else p2_block(pt, nb, P, i, h, &A, ev);
             }
 #pragma GCC unroll 4
             for (int b = 0; b < nb; b++) run[2 * b + h] = _mm256_add_ps(run[2 * b + h], _mm256_add_ps(ev[b], od[b]));

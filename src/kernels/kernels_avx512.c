@@ -1288,19 +1288,18 @@ typedef struct p16_act {
 /* Block i of the panel into chain[b] for the nb activation rows. The weights become unsigned bytes in
  * w[0..7] (elements 4t.. in w[t], 16 + 4t.. in w[4 + t]): Q4_0, Q4_1 their nibbles; the Q5 types add bit
  * 4 from vector 4 (shifted by t, or 4 - t, under each nibble); IQ4_NL looks its levels + 128 up. */
-INLINE void p16_block(uint32_t pt, int nb, const uint8_t *P, const uint8_t *S, const uint8_t *M, int64_t i,
-                      const p16_act *A, size_t pf2, __m512 *chain) {
+INLINE void p16_block(uint32_t pt, int nb, const uint8_t *P, int64_t i, const p16_act *A, size_t pf2, __m512 *chain) {
     const size_t qbytes = (size_t)p16_qv(pt) * 64;
-    const uint8_t *v = P + (size_t)i * qbytes;
+    const uint8_t *v = P + kn_p16_q_at(p16_qv(pt), p16_min(pt), i);
+    const uint8_t *S = P + kn_p16_s_at(p16_qv(pt), p16_min(pt), i), *M = S + 64;
+    /* the lines ahead of this block's, as many as it has: the second block of a pair has its pair's
+     * scales (and minimums) after its vectors (kn_p16_at) */
+    const size_t span = qbytes + ((i & 1) ? (p16_min(pt) ? 128 : 64) : 0);
 #pragma GCC unroll 8
-    for (size_t q = 0; q < qbytes; q += 64) _mm_prefetch((const char *)v + P16_PF + q, _MM_HINT_T0);
-    if (!(i & 1)) {
-        _mm_prefetch((const char *)S + (size_t)i * 32 + P16_PF * 32 / qbytes, _MM_HINT_T0);
-        if (p16_min(pt)) _mm_prefetch((const char *)M + (size_t)i * 32 + P16_PF * 32 / qbytes, _MM_HINT_T0);
-    }
+    for (size_t q = 0; q < span; q += 64) _mm_prefetch((const char *)v + P16_PF + q, _MM_HINT_T0);
     if (pf2)
 #pragma GCC unroll 8
-        for (size_t q = 0; q < qbytes; q += 64) _mm_prefetch((const char *)v + pf2 + q, _MM_HINT_T1);
+        for (size_t q = 0; q < span; q += 64) _mm_prefetch((const char *)v + pf2 + q, _MM_HINT_T1);
     __m512i w[8];
     if (pt == KN_P16_Q8_0) {
 #pragma GCC unroll 8
@@ -1333,9 +1332,9 @@ INLINE void p16_block(uint32_t pt, int nb, const uint8_t *P, const uint8_t *S, c
             }
         }
     }
-    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(S + (size_t)i * 32)));
+    const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)S));
     __m512 mw = _mm512_setzero_ps();
-    if (p16_min(pt)) mw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(M + (size_t)i * 32)));
+    if (p16_min(pt)) mw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)M));
 #pragma GCC unroll 8
     for (int b = 0; b < nb; b++) {
         const uint8_t *qs = A->qa[b] + (size_t)i * 32;
@@ -1378,10 +1377,8 @@ INLINE void p16_block(uint32_t pt, int nb, const uint8_t *P, const uint8_t *S, c
 }
 
 INLINE void p16_tile(uint32_t pt, int nb, const uint8_t *P, int64_t nbk, const uint8_t *act, size_t arb, __m512 *run) {
-    const size_t qbytes = (size_t)p16_qv(pt) * 64;
     /* the L2 prefetch's distance in bytes, or 0 for none */
     const size_t pf2 = (size_t)atomic_load_explicit(&kn_p16_l2_ahead[nb > 1], memory_order_relaxed);
-    const uint8_t *S = P + (size_t)nbk * qbytes, *M = S + ((size_t)nbk * 32 + 63) / 64 * 64;
     p16_act A;
 #pragma GCC unroll 8
     for (int b = 0; b < nb; b++) {
@@ -1401,10 +1398,10 @@ INLINE void p16_tile(uint32_t pt, int nb, const uint8_t *P, int64_t nbk, const u
          * kept them in memory: B = 4 0.119 against 0.106 ms on 16384 x 512 Q4_0) */
         int64_t i = c0;
         for (; i + 1 < c1; i += 2) {
-            p16_block(pt, nb, P, S, M, i, &A, pf2, ev);
-            p16_block(pt, nb, P, S, M, i + 1, &A, pf2, od);
+            p16_block(pt, nb, P, i, &A, pf2, ev);
+            p16_block(pt, nb, P, i + 1, &A, pf2, od);
         }
-        if (i < c1) p16_block(pt, nb, P, S, M, i, &A, pf2, ev);
+        if (i < c1) p16_block(pt, nb, P, i, &A, pf2, ev);
 #pragma GCC unroll 8
         for (int b = 0; b < nb; b++) run[b] = _mm512_add_ps(run[b], _mm512_add_ps(ev[b], od[b]));
     }
