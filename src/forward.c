@@ -403,6 +403,7 @@ typedef struct mm_job {
     atomic_int qnext, qdone;
     int swiglu;        /* y[0] = silu(y[0]) * y[1] on each chunk's rows once both are computed */
     int pk;            /* the packed copies are used (packed_now) */
+    uint32_t stream;   /* KN_STREAM where the packed set is larger than KN_STREAM_BYTES, else 0 */
     int falling;       /* chunks of falling sizes, several a thread (mm_edge) */
 } mm_job;
 
@@ -457,8 +458,8 @@ static void mm_worker(void *arg, int chunk, int n_chunks, int tid) {
             j->kn->matmul_mlx(w->mlx_bits, w->mlx_group, w->data, w->scales, w->biases, w->sb_type, j->x,
                               (size_t)w->cols, j->B, w->cols, r0, r1, j->y[i], j->ldy[i]);
         else /* (a packed matrix's kernel ignores row_bytes) */
-            j->kn->matmul(mm_type(j->pk, w), mm_data(j->pk, w), w->row_bytes, j->act, j->act_rb, j->B, w->cols, r0,
-                          r1, j->y[i], j->ldy[i]);
+            j->kn->matmul(mm_type(j->pk, w) | (w->pdata ? j->stream : 0), mm_data(j->pk, w), w->row_bytes, j->act,
+                          j->act_rb, j->B, w->cols, r0, r1, j->y[i], j->ldy[i]);
         /* The FFN activation, fused here so that it runs on every thread while the rows are in cache. */
         if (j->swiglu && i == 1)
             for (int b = 0; b < j->B; b++) {
@@ -478,7 +479,8 @@ static void matmul_multi(laya_context *c, int n, const lm_mat *const *w, float *
     /* MLX weights take F32 activations; the GGUF types take them converted once for all matrices. */
     const int pk = c->packed;
     size_t rb = w[0]->mlx_bits ? 0 : kn_act_row_bytes(mm_type(pk, w[0]), K);
-    mm_job j = {.kn = kn, .n = 0, .act = c->act, .act_rb = rb, .x = x, .B = B, .pk = pk};
+    mm_job j = {.kn = kn, .n = 0, .act = c->act, .act_rb = rb, .x = x, .B = B, .pk = pk,
+                .stream = pk && c->m->packed_bytes > KN_STREAM_BYTES ? KN_STREAM : 0};
     atomic_init(&j.qnext, 0);
     atomic_init(&j.qdone, 0);
     /* mm_edge. While the loader's threads pack the weights (pack_weights) they share the cores with the

@@ -117,6 +117,19 @@ void kn_scale_max(float *s, size_t s_stride, int nh, int64_t npos, float scale, 
  * avx512 table on an AMD family 0x1A (Zen 5) core, {16 KB, 16 KB} elsewhere (kernels_avx512.c,
  * P16_PF_L2). The K-quant panels (p16k_super) always ask P16_PF_L2 ahead. */
 extern _Atomic int kn_p16_l2_ahead[2];
+/* A matmul wtype flag (or'ed onto a P16 type): the matrix is one of a step's set of more than
+ * KN_STREAM_BYTES, which streams from DRAM; the 32-element P16 kernel at B = 1 then leaves the fetching
+ * ahead to the hardware prefetchers instead of its kn_p16_l2_ahead[0]. With the weights in block pairs
+ * (kn_p16_pair_bytes) a panel is one sequential stream, which those follow; the software prefetch
+ * then only adds requests to a full memory queue. Where the set is served from L3 it still helps.
+ * Zen 4, in one process, the distance swapped every two steps (16 KB / none), three blocks each:
+ * 0.5B Q4_0 (285 MB) 9.66 / 9.48, 9.57 / 9.20, 9.25 / 8.91 ms and 8.22 / 7.76, 7.70 / 7.11,
+ * 8.14 / 7.88 in a faster minute; 0.5B Q8_0 (532 MB) 16.94 / 16.66, 16.94 / 16.66, 16.71 / 16.56;
+ * but typing Q4_0 (21 MB) 0.395 / 0.417, 0.372 / 0.399, 0.375 / 0.396 and typing Q8_0 (36 MB, partly
+ * in L3) 0.755 / 0.772, 0.796 / 0.816, 0.666 / 0.716. B > 1 keeps its prefetch (0.5B Q4_0 B = 4
+ * 8.64 / 10.29, 9.01 / 10.85 ms). The threshold lies between the sizes measured: twice the 32 MiB L3. */
+#define KN_STREAM 0x10000u
+#define KN_STREAM_BYTES ((size_t)64 << 20)
 /* Whether that kernel takes half of Q4_0's activation words from shuffles rather than memory operands:
  * set on the Zen 5 (whose load ports bind it), clear on other cores. */
 extern _Atomic int kn_p16_q4_shuf;
@@ -134,7 +147,9 @@ typedef struct kn_ops {
      * batch, even where a table takes another code path for large B. The forward pass relies on it: a
      * prompt decoded in one batch gives the logits of its tokens decoded one at a time. With q8
      * activations even a one-ulp difference matters: it flips a rounding in the next layer's
-     * quantization, and the bundled model's logits then move by ~0.1. */
+     * quantization, and the bundled model's logits then move by ~0.1.
+     * wtype may carry KN_STREAM, a hint that changes only how far ahead the kernel asks for memory,
+     * never an output. */
     void (*matmul)(uint32_t wtype, const void *W, size_t w_row_bytes, const void *act,
                    size_t act_row_bytes, int B, int64_t K, int64_t r0, int64_t r1, float *y, size_t ldy);
 

@@ -1258,7 +1258,10 @@ static void avx512_matmul_mlx(int bits, int group, const uint32_t *W, const void
  * typing Q8_0 B = 1 1.0481 -> 0.9957, B = 4 1.5209 -> 1.2695; 0.5B Q4_0 B = 1 10.76 -> 10.20, B = 4
  * 12.35 -> 11.97; 0.5B Q8_0 B = 1 20.57 / 20.49, B = 4 23.04 -> 20.86 (32 KB: typing Q4_0 like 16).
  * On the Zen 5, 16 KB gave B = 4 2-3 % (thirteenth session), within its noise, and B = 1 has no L2
- * prefetch there. The K-quant panels keep P16_PF_L2. */
+ * prefetch there. Those figures were taken with the scales in a region of their own after a panel's
+ * quants; with the blocks in pairs (kn_p16_pair_bytes) a panel is one stream, and a B = 1 matmul of a
+ * set larger than KN_STREAM_BYTES (the KN_STREAM flag, from forward.c) has no L2 prefetch either
+ * (kernels.h gives the figures). The K-quant panels keep P16_PF_L2. */
 #ifndef P16_PF_L2
 #define P16_PF_L2 8192
 #endif
@@ -1376,9 +1379,9 @@ INLINE void p16_block(uint32_t pt, int nb, const uint8_t *P, int64_t i, const p1
     }
 }
 
-INLINE void p16_tile(uint32_t pt, int nb, const uint8_t *P, int64_t nbk, const uint8_t *act, size_t arb, __m512 *run) {
-    /* the L2 prefetch's distance in bytes, or 0 for none */
-    const size_t pf2 = (size_t)atomic_load_explicit(&kn_p16_l2_ahead[nb > 1], memory_order_relaxed);
+/* pf2: the L2 prefetch's distance in bytes, or 0 for none */
+INLINE void p16_tile(uint32_t pt, int nb, const uint8_t *P, int64_t nbk, const uint8_t *act, size_t arb, size_t pf2,
+                     __m512 *run) {
     p16_act A;
 #pragma GCC unroll 8
     for (int b = 0; b < nb; b++) {
@@ -1407,16 +1410,17 @@ INLINE void p16_tile(uint32_t pt, int nb, const uint8_t *P, int64_t nbk, const u
     }
 }
 
-INLINE void p16_tile_nb(uint32_t pt, int nb, const uint8_t *P, int64_t nbk, const uint8_t *act, size_t arb, __m512 *run) {
+INLINE void p16_tile_nb(uint32_t pt, int nb, const uint8_t *P, int64_t nbk, const uint8_t *act, size_t arb, size_t pf2,
+                        __m512 *run) {
     switch (nb) {
-    case 1: p16_tile(pt, 1, P, nbk, act, arb, run); break;
-    case 2: p16_tile(pt, 2, P, nbk, act, arb, run); break;
-    case 3: p16_tile(pt, 3, P, nbk, act, arb, run); break;
-    case 4: p16_tile(pt, 4, P, nbk, act, arb, run); break;
-    case 5: p16_tile(pt, 5, P, nbk, act, arb, run); break;
-    case 6: p16_tile(pt, 6, P, nbk, act, arb, run); break;
-    case 7: p16_tile(pt, 7, P, nbk, act, arb, run); break;
-    default: p16_tile(pt, 8, P, nbk, act, arb, run); break;
+    case 1: p16_tile(pt, 1, P, nbk, act, arb, pf2, run); break;
+    case 2: p16_tile(pt, 2, P, nbk, act, arb, pf2, run); break;
+    case 3: p16_tile(pt, 3, P, nbk, act, arb, pf2, run); break;
+    case 4: p16_tile(pt, 4, P, nbk, act, arb, pf2, run); break;
+    case 5: p16_tile(pt, 5, P, nbk, act, arb, pf2, run); break;
+    case 6: p16_tile(pt, 6, P, nbk, act, arb, pf2, run); break;
+    case 7: p16_tile(pt, 7, P, nbk, act, arb, pf2, run); break;
+    default: p16_tile(pt, 8, P, nbk, act, arb, pf2, run); break;
     }
 }
 
@@ -1566,8 +1570,9 @@ INLINE void p16_store(const __m512 *run, int nb, int64_t p, int64_t r0, int64_t 
 
 /* Any P16 matrix (the K types' tiles are P16K_B activation rows, the others' P16_B). */
 INLINE void mm_p16_t(uint32_t pt, const uint8_t *W, const uint8_t *act, size_t arb, int B, int64_t K, int64_t r0,
-                     int64_t r1, float *y, size_t ldy) {
+                     int64_t r1, float *y, size_t ldy, int stream) {
     const int kt = pt == KN_P16_Q4_K || pt == KN_P16_Q6_K, tb = kt ? P16K_B : P16_B;
+    const size_t pf2 = B == 1 && stream ? 0 : (size_t)atomic_load_explicit(&kn_p16_l2_ahead[B > 1], memory_order_relaxed);
     const size_t pb = kn_pack_panel_bytes(pt == P16_Q4_0_SH ? KN_P16_Q4_0 : pt, K);
     const int64_t nbk = K / (kt ? QK_K : 32), p0 = r0 / 16, p1 = (r1 + 15) / 16;
     const int64_t pc = B <= tb ? p1 - p0 : LAYA_MAX(1, (int64_t)(P16_CHUNK / pb));
@@ -1578,7 +1583,7 @@ INLINE void mm_p16_t(uint32_t pt, const uint8_t *W, const uint8_t *act, size_t a
             for (int64_t p = c0; p < c1; p++) {
                 __m512 run[P16_B];
                 if (kt) p16k_tile_nb(pt, nb, W + (size_t)p * pb, nbk, act + (size_t)b0 * arb, arb, run);
-                else p16_tile_nb(pt, nb, W + (size_t)p * pb, nbk, act + (size_t)b0 * arb, arb, run);
+                else p16_tile_nb(pt, nb, W + (size_t)p * pb, nbk, act + (size_t)b0 * arb, arb, pf2, run);
                 p16_store(run, nb, p, r0, r1, y + (size_t)b0 * ldy, ldy, 0);
             }
         }
@@ -1586,21 +1591,21 @@ INLINE void mm_p16_t(uint32_t pt, const uint8_t *W, const uint8_t *act, size_t a
 }
 
 __attribute__((noinline)) static void mm_p16(uint32_t pt, const uint8_t *W, const uint8_t *act, size_t arb, int B,
-                                             int64_t K, int64_t r0, int64_t r1, float *y, size_t ldy) {
+                                             int64_t K, int64_t r0, int64_t r1, float *y, size_t ldy, int stream) {
     switch (pt) {
     case KN_P16_Q4_0:
         if (atomic_load_explicit(&kn_p16_q4_shuf, memory_order_relaxed))
-            mm_p16_t(P16_Q4_0_SH, W, act, arb, B, K, r0, r1, y, ldy);
+            mm_p16_t(P16_Q4_0_SH, W, act, arb, B, K, r0, r1, y, ldy, stream);
         else
-            mm_p16_t(KN_P16_Q4_0, W, act, arb, B, K, r0, r1, y, ldy);
+            mm_p16_t(KN_P16_Q4_0, W, act, arb, B, K, r0, r1, y, ldy, stream);
         return;
-    case KN_P16_Q4_1: mm_p16_t(KN_P16_Q4_1, W, act, arb, B, K, r0, r1, y, ldy); return;
-    case KN_P16_Q5_0: mm_p16_t(KN_P16_Q5_0, W, act, arb, B, K, r0, r1, y, ldy); return;
-    case KN_P16_Q5_1: mm_p16_t(KN_P16_Q5_1, W, act, arb, B, K, r0, r1, y, ldy); return;
-    case KN_P16_IQ4_NL: mm_p16_t(KN_P16_IQ4_NL, W, act, arb, B, K, r0, r1, y, ldy); return;
-    case KN_P16_Q4_K: mm_p16_t(KN_P16_Q4_K, W, act, arb, B, K, r0, r1, y, ldy); return;
-    case KN_P16_Q6_K: mm_p16_t(KN_P16_Q6_K, W, act, arb, B, K, r0, r1, y, ldy); return;
-    default: mm_p16_t(KN_P16_Q8_0, W, act, arb, B, K, r0, r1, y, ldy); return;
+    case KN_P16_Q4_1: mm_p16_t(KN_P16_Q4_1, W, act, arb, B, K, r0, r1, y, ldy, stream); return;
+    case KN_P16_Q5_0: mm_p16_t(KN_P16_Q5_0, W, act, arb, B, K, r0, r1, y, ldy, stream); return;
+    case KN_P16_Q5_1: mm_p16_t(KN_P16_Q5_1, W, act, arb, B, K, r0, r1, y, ldy, stream); return;
+    case KN_P16_IQ4_NL: mm_p16_t(KN_P16_IQ4_NL, W, act, arb, B, K, r0, r1, y, ldy, stream); return;
+    case KN_P16_Q4_K: mm_p16_t(KN_P16_Q4_K, W, act, arb, B, K, r0, r1, y, ldy, stream); return;
+    case KN_P16_Q6_K: mm_p16_t(KN_P16_Q6_K, W, act, arb, B, K, r0, r1, y, ldy, stream); return;
+    default: mm_p16_t(KN_P16_Q8_0, W, act, arb, B, K, r0, r1, y, ldy, stream); return;
     }
 }
 
@@ -1642,10 +1647,10 @@ static void mm_p16_src(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t 
                 }
                 __m512 run[P16_B];
                 switch (pt) {
-                case KN_P16_Q4_1: p16_tile_nb(KN_P16_Q4_1, nb, wbuf, kn, abuf, sarb, run); break;
-                case KN_P16_Q5_0: p16_tile_nb(KN_P16_Q5_0, nb, wbuf, kn, abuf, sarb, run); break;
-                case KN_P16_Q5_1: p16_tile_nb(KN_P16_Q5_1, nb, wbuf, kn, abuf, sarb, run); break;
-                default: p16_tile_nb(KN_P16_IQ4_NL, nb, wbuf, kn, abuf, sarb, run); break;
+                case KN_P16_Q4_1: p16_tile_nb(KN_P16_Q4_1, nb, wbuf, kn, abuf, sarb, 0, run); break;
+                case KN_P16_Q5_0: p16_tile_nb(KN_P16_Q5_0, nb, wbuf, kn, abuf, sarb, 0, run); break;
+                case KN_P16_Q5_1: p16_tile_nb(KN_P16_Q5_1, nb, wbuf, kn, abuf, sarb, 0, run); break;
+                default: p16_tile_nb(KN_P16_IQ4_NL, nb, wbuf, kn, abuf, sarb, 0, run); break;
                 }
                 p16_store(run, nb, p, r0, r1, y + (size_t)b0 * ldy, ldy, k0 > 0);
             }
@@ -1658,6 +1663,8 @@ static void mm_p16_src(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t 
 static void avx512_matmul(uint32_t wtype, const void *W, size_t w_row_bytes, const void *act, size_t act_row_bytes,
                           int B, int64_t K, int64_t r0, int64_t r1, float *y, size_t ldy) {
     if (B <= 0 || r1 <= r0) return;
+    const int stream = (wtype & KN_STREAM) != 0;
+    wtype &= ~KN_STREAM;
     switch (wtype) {
     case QT_F32: mm_float(QT_F32, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
     case QT_F16: mm_float(QT_F16, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
@@ -1676,7 +1683,7 @@ static void avx512_matmul(uint32_t wtype, const void *W, size_t w_row_bytes, con
     case KN_P16_Q8_0:
     case KN_P16_IQ4_NL:
     case KN_P16_Q4_K:
-    case KN_P16_Q6_K: mm_p16(wtype, W, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
+    case KN_P16_Q6_K: mm_p16(wtype, W, act, act_row_bytes, B, K, r0, r1, y, ldy, stream); return;
     case QT_Q4_1:
     case QT_Q5_0:
     case QT_Q5_1:

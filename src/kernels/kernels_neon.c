@@ -607,6 +607,7 @@ static void neon_matmul_mlx(int bits, int group, const uint32_t *W, const void *
 static void neon_matmul(uint32_t wtype, const void *W, size_t w_row_bytes, const void *act, size_t act_row_bytes,
                         int B, int64_t K, int64_t r0, int64_t r1, float *y, size_t ldy) {
     if (B <= 0 || r1 <= r0) return;
+    wtype &= ~KN_STREAM;
     switch (wtype) {
     case QT_F32: mm_float(QT_F32, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;
     case QT_F16: mm_float(QT_F16, W, w_row_bytes, act, act_row_bytes, B, K, r0, r1, y, ldy); return;

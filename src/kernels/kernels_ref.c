@@ -108,6 +108,7 @@ static void block32_dot(uint32_t wtype, const uint8_t *wblk, const int8_t *aq, f
  * sums). Every SIMD table computes the same integers and only sums floats in another order. */
 static void ref_matmul(uint32_t wtype, const void *W, size_t w_row_bytes, const void *act,
                        size_t act_row_bytes, int B, int64_t K, int64_t r0, int64_t r1, float *y, size_t ldy) {
+    wtype &= ~KN_STREAM;
     const uint8_t *wbase = W, *abase = act;
     for (int64_t r = r0; r < r1; r++) {
         const uint8_t *w = wbase + (size_t)r * w_row_bytes;
