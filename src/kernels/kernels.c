@@ -348,7 +348,7 @@ static uint64_t xcr0(void) {
  * cpuid leaf 7 subleaf 1, EAX bit 4); bit 3: an AMD family 0x1A core (Zen 5; kn_p16_l2_ahead,
  * kn_p16_q4_shuf). */
 static int x86_detect(void) {
-    unsigned a, b, c, d;
+    unsigned a = 0, b = 0, c = 0, d = 0;
     int amd = __get_cpuid(0, &a, &b, &c, &d) && b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163; /* AuthenticAMD */
     if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
     int zen5 = amd && ((a >> 8) & 0xf) + ((a >> 20) & 0xff) == 0x1a; /* base family 0xf plus the extended one */
