@@ -1386,7 +1386,7 @@ INLINE void p16_block(uint32_t pt, int nb, const uint8_t *P, int64_t i, const p1
 #pragma GCC unroll 8
             for (int t = 0; t < 8; t++) s2[t & 1] = dpbusd_bcast(s2[t & 1], w[t], qs + 4 * t);
         }
-        /* (s2[1] is then a multiple of 16, and the shift exact) */
+        /* with the high nibbles in place s2[1] is a multiple of 16, so the shift is exact */
         __m512i sum = p16_hi16(pt, nb) ? _mm512_add_epi32(s2[0], _mm512_srai_epi32(s2[1], 4)) : _mm512_add_epi32(s2[0], s2[1]);
         chain[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, _mm512_set1_ps(A->da[b][i])), chain[b]);
         if (p16_min(pt)) chain[b] = _mm512_fmadd_ps(mw, _mm512_set1_ps(A->dsum[b][i]), chain[b]);
