@@ -284,6 +284,21 @@ static void check_shared_kv(laya_model *m, int32_t kv_type) { /* kv_type: either
     CHECK(sh_fork(c, 3, 0, 0, 140) && fw_seq_shared(c, 0, &base) == 128 && base == 3, "shared kv: fork 3 -> 0");
     CHECK(fw_seq_shared(c, 1, &base) == 0, "shared kv: seq 1 still reads seq 0's storage");
     CHECK(sh_step(c, fresh, 1, 1, V) && sh_step(c, fresh, 0, 1, V), "shared kv: after a fork into a shared sequence");
+    /* (3) one decode over a source and three forks of it sharing 256, 192 and 128 of its positions, and a
+     * sequence of its own, three steps (a keystroke's candidates beside the context they fork from) */
+    for (int z = 0; z < SH_SEQ; z++) laya_seq_truncate(c, z, 0), sh_len[z] = 0;
+    CHECK(sh_step(c, fresh, 0, 270, V) && sh_step(c, fresh, 4, 70, V), "shared kv: prefills");
+    CHECK(sh_fork(c, 0, 1, 0, 270) && sh_fork(c, 0, 2, 0, 200) && sh_fork(c, 0, 3, 0, 140) &&
+              fw_seq_shared(c, 1, &base) == 256 && fw_seq_shared(c, 2, &base) == 192 && fw_seq_shared(c, 3, &base) == 128,
+          "shared kv: forks 0 -> 1, 2, 3");
+    for (int step = 0; step < 3; step++) {
+        laya_token t[SH_SEQ];
+        int32_t sq[SH_SEQ];
+        for (int z = 0; z < SH_SEQ; z++) t[z] = sh_tok[z][sh_len[z]++] = (laya_token)sh_rand((uint32_t)V), sq[z] = z;
+        int same = laya_decode(c, (laya_batch){SH_SEQ, t, sq, NULL}) == LAYA_OK;
+        for (int z = 0; z < SH_SEQ && same; z++) same = sh_same(c, fresh, z, z, V);
+        CHECK(same, "shared kv: step %d of a source, its three forks and another sequence in one batch", step);
+    }
     CHECK(checks > 100 && shared_seen > 100 && unshared > 5,
           "shared kv: the test did too little (%d checks, %d shared states, %d sequences given back their own copy)", checks,
           shared_seen, unshared);
