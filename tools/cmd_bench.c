@@ -109,7 +109,10 @@ static fl_vec floor_read(const char *p, size_t n, int ahead) {
     fl_vec s0 = {0, 0}, s1 = s0, s2 = s0, s3 = s0;
     for (size_t i = 0; i < n; i += 64) {
         fl_vec x0, x1, x2, x3;
-        if (ahead && i + 16384 < n) __builtin_prefetch(p + i + 4096, 0, 3), __builtin_prefetch(p + i + 16384, 0, 2);
+        if (ahead) { /* each distance up to the end of the thread's part */
+            if (i + 4096 < n) __builtin_prefetch(p + i + 4096, 0, 3);
+            if (i + 16384 < n) __builtin_prefetch(p + i + 16384, 0, 2);
+        }
         memcpy(&x0, p + i, 16), memcpy(&x1, p + i + 16, 16), memcpy(&x2, p + i + 32, 16), memcpy(&x3, p + i + 48, 16);
         s0 += x0, s1 += x1, s2 += x2, s3 += x3;
     }
