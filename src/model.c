@@ -555,11 +555,13 @@ typedef struct pack_piece {
     uint32_t pt;
     int64_t p0, p1;
     void *dst;
+    int first;        /* index of the matrix's first piece */
+    atomic_int done;  /* packed (pack_advance) */
 } pack_piece;
 
 struct pack_state {
     laya_model *m;
-    int n;
+    int n, limit;       /* pieces, and how many of them the workers pack (lm_pack_first: fewer) */
     pack_piece *pieces; /* matrix by matrix; a matrix's first piece has p0 == 0 */
     atomic_int next;
 };
@@ -573,10 +575,26 @@ static void release_pages(const void *p, size_t n) {
     if (e > a) madvise((void *)a, e - a, MADV_DONTNEED);
 }
 
+/* Piece i is packed: the matrix's pk_done moves over every leading piece that is. Each thread marks its
+ * piece before it looks, so whichever of two threads looks last sees both pieces marked. */
+static void pack_advance(struct pack_state *ps, int i) {
+    const pack_piece *pc = &ps->pieces[i];
+    lm_mat *w = pc->w;
+    const int64_t panels = (w->rows + 15) / 16, pp = ps->pieces[pc->first].p1;
+    atomic_store(&ps->pieces[i].done, 1);
+    for (;;) {
+        int64_t d = atomic_load(&w->pk_done);
+        if (d >= panels) return;
+        const pack_piece *k = &ps->pieces[pc->first + (int)(d / pp)];
+        if (!atomic_load(&k->done)) return;
+        atomic_compare_exchange_strong(&w->pk_done, &d, k->p1);
+    }
+}
+
 static void *pack_worker(void *arg) {
     struct pack_state *ps = arg;
     for (int i; !atomic_load_explicit(&ps->m->pack_cancel, memory_order_relaxed) &&
-                (i = atomic_fetch_add(&ps->next, 1)) < ps->n;) {
+                (i = atomic_fetch_add(&ps->next, 1)) < ps->limit;) {
         const pack_piece *pc = &ps->pieces[i];
         const lm_mat *w = pc->w;
         kn_pack(pc->pt, w->data, w->row_bytes, w->rows, w->cols, pc->p0, pc->p1, pc->dst);
@@ -584,6 +602,7 @@ static void *pack_worker(void *arg) {
          * decode running meanwhile maps in again what it reads) */
         int64_t r0 = pc->p0 * 16, r1 = LAYA_MIN(w->rows, pc->p1 * 16);
         release_pages((const char *)w->data + (size_t)r0 * w->row_bytes, (size_t)(r1 - r0) * w->row_bytes);
+        pack_advance(ps, i);
     }
     return NULL;
 }
@@ -643,7 +662,7 @@ static uint32_t pack_type(const laya_model *m, const lm_mat *w) {
  * its rows in the file (when the output layer is tied to it, only the output layer's copy is packed, and
  * the lookups read the packed copy once it is there). Best effort: without the memory or a thread the
  * model computes from the file, with the same results. */
-static void pack_weights(laya_model *m) {
+static struct pack_state *pack_prepare(laya_model *m) {
     const int nm = 7 * m->hp.n_layer + 1;
     uint64_t total = 0;
     int npieces = 0;
@@ -655,11 +674,11 @@ static void pack_weights(laya_model *m) {
         int64_t pp = piece_panels(pt, w->cols);
         npieces += (int)(((w->rows + 15) / 16 + pp - 1) / pp);
     }
-    if (!total || total > SIZE_MAX) return;
+    if (!total || total > SIZE_MAX) return NULL;
     struct pack_state *ps = laya_calloc(1, sizeof *ps);
     if (!ps || pthread_mutex_init(&m->pack_mu, NULL) != 0) {
         laya_free(ps);
-        return;
+        return NULL;
     }
     m->pack_mu_ok = 1;
     ps->m = m;
@@ -668,7 +687,7 @@ static void pack_weights(laya_model *m) {
                            : MAP_FAILED;
     if (map == MAP_FAILED) {
         pack_free(ps);
-        return;
+        return NULL;
     }
 #ifdef MADV_HUGEPAGE
     madvise(map, (size_t)total, MADV_HUGEPAGE);
@@ -681,14 +700,37 @@ static void pack_weights(laya_model *m) {
         uint32_t pt = pack_type(m, w);
         if (!pt) continue;
         int64_t pp = piece_panels(pt, w->cols), panels = (w->rows + 15) / 16;
-        for (int64_t p0 = 0; p0 < panels; p0 += pp)
-            ps->pieces[ps->n++] = (pack_piece){w, pt, p0, LAYA_MIN(panels, p0 + pp), (char *)map + off};
+        const int first = ps->n;
+        for (int64_t p0 = 0; p0 < panels; p0 += pp) {
+            pack_piece *pc = &ps->pieces[ps->n++];
+            *pc = (pack_piece){w, pt, p0, LAYA_MIN(panels, p0 + pp), (char *)map + off, first, 0};
+            atomic_init(&pc->done, 0);
+        }
+        w->ptype = pt;
+        w->pk_dst = (char *)map + off;
+        atomic_init(&w->pk_done, 0);
         off += kn_pack_bytes(pt, w->rows, w->cols);
     }
+    ps->limit = ps->n;
     atomic_init(&ps->next, 0);
     m->pk = ps;
+    return ps;
+}
+
+static void pack_weights(laya_model *m) {
+    struct pack_state *ps = pack_prepare(m);
+    if (!ps) return;
     if (pthread_create(&m->pack_th, NULL, pack_main, ps) == 0) m->pack_th_ok = 1;
     else pack_main(ps); /* no thread: the copy is made now */
+}
+
+int lm_pack_first(laya_model *m, int n) {
+    if (!m || m->packed || m->vocab_only || !m->kn->packs) return -1;
+    struct pack_state *ps = pack_prepare(m);
+    if (!ps) return -1;
+    ps->limit = LAYA_MAX(0, LAYA_MIN(n, ps->n));
+    pack_worker(ps);
+    return ps->n;
 }
 
 void laya_model_wait_ready(laya_model *m) {

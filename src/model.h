@@ -25,6 +25,11 @@ typedef struct lm_mat {
     uint32_t sb_type;
     const void *pdata;             /* the matrix packed at load (kernels.h, P16), or NULL: what the */
     uint32_t ptype;                /* matmuls, logit subsets and a tied embedding's lookups read */
+    /* While the loader packs: where the copy goes (or NULL), and how many of its leading 16-row panels
+     * are complete (release order; forward.c reads them from the copy, not from the file pages that the
+     * packing has released). ptype is set with pk_dst, before the packing starts. */
+    const void *pk_dst;
+    _Atomic int64_t pk_done;
 } lm_mat;
 
 typedef struct lm_layer {
@@ -76,8 +81,8 @@ struct laya_model {
     int n_owned;
     /* Packed weights (kernels.h P16), made by a thread that load starts (model.c): one anonymous map for
      * every packed matrix, or NULL. Forward passes read lm_mat.pdata only after seeing packed_ready 1
-     * (set with release once every pdata is); until then they use the file's layout, with the same
-     * results. */
+     * (set with release once every pdata is); until then each matrix's complete panels (pk_done) and the
+     * file's layout for the rest (forward.c pack_views), with the same results. */
     void *packed;
     size_t packed_bytes;
     atomic_int packed_ready, pack_cancel;
@@ -96,5 +101,11 @@ struct laya_model {
     struct ty_list *typo_base;
     struct vt_table *vt;
 };
+
+/* For the tests: on a model loaded with pack_weights -1, packs the first n pieces of work (about 1 MB each,
+ * in the order a step reads the matrices) on this thread and publishes nothing but each matrix's complete
+ * panels (lm_mat.pk_done), as a decode during the packing sees them. Returns the number of pieces, or -1
+ * where the model has nothing to pack. */
+int lm_pack_first(laya_model *m, int n);
 
 #endif

@@ -413,6 +413,88 @@ static void check_pack_race(void) {
     laya_model_free(m);
 }
 
+/* A decode during the packing reads each matrix's complete panels from the packed copy and the rest from
+ * the file (forward.c pack_views): with the packing stopped after k pieces, for k from none to all (the
+ * stops inside a matrix among them, the output layer's too), a prompt, a batch of four and a logit subset
+ * give the bits of the file's layout. */
+static void check_pack_views(void) {
+    laya_model_params mp = laya_model_default_params();
+    mp.n_threads = 2, mp.pack_weights = -1;
+    char err[LAYA_ERR_MSG_MAX] = "";
+    static const laya_token ids[] = {0, 5, 547, 4509, 2850, 1121, 82, 27, 1060, 3576, 14440, 376, 534, 213};
+    static const laya_token sub_ids[] = {3, 17, 999, 4095, 8191, 12000, 16383};
+    const int n = sizeof ids / sizeof *ids, ns = sizeof sub_ids / sizeof *sub_ids;
+    float *ref = NULL, *got = NULL;
+    float ref_sub[8], got_sub[8];
+    int V = 0, pieces = -1, splits = 0, runs = 0;
+    for (int r = -1;; r++) { /* r = -1: the reference, unpacked; then stops at k[r] pieces */
+        laya_model *m = NULL;
+        if (laya_model_load(MODEL, mp, &m, err, sizeof err) != LAYA_OK) {
+            CHECK(0, "load: %s", err);
+            break;
+        }
+        if (r == -1) {
+            V = laya_n_vocab(m);
+            ref = malloc((size_t)5 * V * sizeof(float)), got = malloc((size_t)5 * V * sizeof(float));
+            pieces = lm_pack_first(m, 0);
+        }
+        const int k[] = {1, 2, 3, 5, 8, pieces / 3, pieces / 2, pieces - 7, pieces - 4, pieces - 2, pieces - 1, pieces};
+        const int nk = sizeof k / sizeof *k;
+        if (r >= nk || pieces < 8 || !ref || !got) {
+            laya_model_free(m);
+            break;
+        }
+        if (r >= 0) {
+            CHECK(lm_pack_first(m, k[r]) == pieces, "lm_pack_first");
+            const lm_mat *all[8 * 7 + 1];
+            int na = 0;
+            for (int l = 0; l < m->hp.n_layer && na < 8 * 7; l++) {
+                const lm_layer *L = &m->layers[l];
+                const lm_mat *l7[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+                for (int t = 0; t < 7 && na < 8 * 7; t++) all[na++] = l7[t];
+            }
+            all[na++] = &m->output;
+            for (int t = 0; t < na; t++) {
+                int64_t d = atomic_load(&all[t]->pk_done) * 16;
+                splits += d > 0 && d < all[t]->rows;
+            }
+        }
+        laya_context_params cp = laya_context_default_params();
+        cp.n_seq = 4, cp.max_kv_size = 64, cp.max_batch = 16, cp.max_logits = 4;
+        laya_context *c = NULL;
+        if (laya_context_create(m, cp, &c, err, sizeof err) == LAYA_OK) {
+            float *out = r < 0 ? ref : got;
+            float *osub = r < 0 ? ref_sub : got_sub;
+            int32_t seq[16] = {0};
+            int8_t want[16] = {0};
+            want[n - 1] = 1;
+            laya_status st = laya_decode(c, (laya_batch){n, ids, seq, want});
+            CHECK(st == LAYA_OK, "decode: %s", laya_context_error(c));
+            if (st == LAYA_OK) memcpy(out, laya_get_logits(c, n - 1), (size_t)V * sizeof(float));
+            for (int q = 1; q < 4; q++) laya_seq_fork(c, 0, q, n);
+            const laya_token bt[4] = {7, 70, 700, 7000};
+            const int32_t bs[4] = {0, 1, 2, 3};
+            st = laya_decode(c, (laya_batch){4, bt, bs, NULL});
+            CHECK(st == LAYA_OK, "batch decode: %s", laya_context_error(c));
+            for (int q = 0; q < 4 && st == LAYA_OK; q++)
+                memcpy(out + (size_t)(q + 1) * V, laya_get_logits(c, q), (size_t)V * sizeof(float));
+            CHECK(laya_get_logits_subset(c, 2, sub_ids, ns, osub) == LAYA_OK, "subset: %s", laya_context_error(c));
+            if (r >= 0) {
+                CHECK(!memcmp(ref, got, (size_t)5 * V * sizeof(float)), "packing stopped at %d of %d pieces: logits differ",
+                      k[r], pieces);
+                CHECK(!memcmp(ref_sub, got_sub, (size_t)ns * sizeof(float)), "packing stopped at %d pieces: subset differs", k[r]);
+                runs++;
+            }
+        }
+        laya_context_free(c);
+        laya_model_free(m);
+    }
+    CHECK(pieces < 0 || splits > 0, "no stop fell inside a matrix");
+    printf("test_model: decodes with the packing stopped after %d piece counts of %d (%d inside a matrix): the file's bits\n",
+           runs, pieces, splits);
+    free(ref), free(got);
+}
+
 /* Out of memory at each of the last allocations of a load (the packing's work list and the copies of the
  * norms among them): the load fails with NOMEM or succeeds, packed or not, and the model frees everything. */
 static void check_pack_oom(void) {
@@ -565,6 +647,7 @@ int main(void) {
     check_kv_f16(m);
     check_packed_same(m);
     check_pack_race();
+    check_pack_views();
     check_pack_oom();
 
     for (int32_t kv = LAYA_KV_F32; kv <= LAYA_KV_F16; kv++) {
