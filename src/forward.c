@@ -458,7 +458,7 @@ static void mm_worker(void *arg, int chunk, int n_chunks, int tid) {
             j->kn->matmul_mlx(w->mlx_bits, w->mlx_group, w->data, w->scales, w->biases, w->sb_type, j->x,
                               (size_t)w->cols, j->B, w->cols, r0, r1, j->y[i], j->ldy[i]);
         else /* (a packed matrix's kernel ignores row_bytes) */
-            j->kn->matmul(mm_type(j->pk, w) | (w->pdata ? j->stream : 0), mm_data(j->pk, w), w->row_bytes, j->act,
+            j->kn->matmul(mm_type(j->pk, w) | (j->stream && w->pdata ? j->stream : 0), mm_data(j->pk, w), w->row_bytes, j->act,
                           j->act_rb, j->B, w->cols, r0, r1, j->y[i], j->ldy[i]);
         /* The FFN activation, fused here so that it runs on every thread while the rows are in cache. */
         if (j->swiglu && i == 1)

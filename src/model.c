@@ -621,7 +621,7 @@ static void *pack_main(void *arg) {
     for (int t = 0; t < nt; t++) pthread_join(th[t], NULL);
     if (atomic_load(&m->pack_cancel)) return NULL;
     for (int i = 0; i < ps->n; i++)
-        if (ps->pieces[i].p0 == 0) ps->pieces[i].w->pdata = ps->pieces[i].dst, ps->pieces[i].w->ptype = ps->pieces[i].pt;
+        if (ps->pieces[i].p0 == 0) ps->pieces[i].w->pdata = ps->pieces[i].dst; /* (ptype: pack_prepare) */
     atomic_store_explicit(&m->packed_ready, 1, memory_order_release);
     for (int i = 0; i < ps->n; i++) {
         const lm_mat *w = ps->pieces[i].w;
