@@ -317,7 +317,8 @@ typedef struct laya_session_params {
                                microseconds per keystroke. Default 65536; 0: off; else 256..4 MiB */
     int32_t kv_type;        /* LAYA_KV_F16 (default) or LAYA_KV_F32: the session's KV cache (laya_context_params);
                                F16 halves its memory (25 MiB less at the defaults with the bundled model) and
-                               left keystroke savings and next-word accuracy as they were (docs/PERFORMANCE.md) */
+                               left keystroke savings and next-word accuracy as they were
+                               (docs/PERFORMANCE-LOG.md, tenth session) */
 } laya_session_params;
 
 typedef struct laya_candidate {

@@ -274,7 +274,7 @@ INLINE void mm_float(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *a
  * convert and one fma per block and activation row, in eight float lanes summed at the end. Packed
  * (P16), the signed bytes cost a sign, a maddubs, a madd and an add per four elements and activation row
  * on eight rows at a time, and that measured slower: 0.5B Q8_0 B=1 11.7-12.7 ms here against 16.0-19.7
- * packed (docs/PERFORMANCE.md, eighth session). */
+ * packed (docs/PERFORMANCE-LOG.md, eighth session). */
 #define NBC 512 /* blocks per K chunk: per tile, the activation scales as floats (8 KB of stack) */
 
 INLINE void q8_tile(int nb, const uint8_t *w, const uint8_t *const *a, const float *da, int64_t nk, float *res) {
@@ -306,7 +306,7 @@ INLINE void q8_tile(int nb, const uint8_t *w, const uint8_t *const *a, const flo
  * same NBC chunks), so the bits are those of the decode path: batch invariance (kernels.h). The loop is
  * bound by about two vector operations per cycle here, and this takes one of six per block and activation
  * row out of it: on the ninth session's guest (most likely a Zen 4), one thread, a 0.5B model's matrices at B = 64 and 512 take 8-14 % less
- * time, at B = 8 between 6 % more and 5 % less (docs/PERFORMANCE.md, ninth session). */
+ * time, at B = 8 between 6 % more and 5 % less (docs/PERFORMANCE-LOG.md, ninth session). */
 /* dwf's size: a chunk's rows x a K chunk's blocks is at most ROW_CHUNK_BYTES / 34 when row_chunk sizes the
  * chunk by bytes, and 2 x NBC when rows are so long that it gives its minimum of two */
 #define Q8_DWF (ROW_CHUNK_BYTES / sizeof(block_q8_0) + 2 * NBC)

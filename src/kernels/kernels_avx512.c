@@ -108,7 +108,7 @@ RED16(red16_add, add_epi32_as_ps)
 
 /* kn_q8_group_fn: q8_block's arithmetic for 16 blocks, the per-block horizontal steps (amax, sum) and
  * the scale divisions and fp16 conversions done for all 16 at once: 6.5-7.3 instead of 9.8-10.7 ns a
- * block for a P16 Q4_0 row of 1536 on a Zen 4 (docs/PERFORMANCE.md, tenth session). Declines a group whose amax is not finite: the fp16 conversion of
+ * block for a P16 Q4_0 row of 1536 on a Zen 4 (docs/PERFORMANCE-LOG.md, tenth session). Declines a group whose amax is not finite: the fp16 conversion of
  * a NaN would keep payload bits the reference's does not, and one with a scale whose inverse overflows
  * (kn_q8_block_ref). */
 static int q8_group_fn(const float *x, int8_t *qs, size_t stride, qt_half d16[16], float dq[16], int sum[16]) {
