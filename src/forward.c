@@ -546,16 +546,12 @@ static void matmul_multi(laya_context *c, int n, const lm_mat *const *w, float *
     const lm_mat *vw[6];
     float *vy[6];
     size_t vl[6];
-    int nv = 0, views = 0, split = 0;
+    int nv = 0, split = 0;
     for (int i = 0; i < n; i++) {
         int k = pack_views(w[i], y[i], v + nv, vy + nv);
-        views |= k > 0, split |= k > 1;
+        split |= k > 1;
         if (!k) vw[nv] = w[i], vy[nv] = y[i], vl[nv++] = ldy[i];
         for (int t = 0; t < k; t++) vw[nv] = &v[nv], vl[nv++] = ldy[i];
-    }
-    if (!views) {
-        matmul_pass(c, n, w, y, ldy, x, B, swiglu);
-        return;
     }
     /* split gate or up rows: the activation once all of both are there */
     matmul_pass(c, nv, vw, vy, vl, x, B, swiglu && !split);
