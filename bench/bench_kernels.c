@@ -3,7 +3,7 @@
  * repeats, and the best run: this machine may be shared), on one thread and on two. Not part of `make`; build by hand, e.g.
  *   cc -std=c11 -O2 -D_GNU_SOURCE -DLAYA_BUILD -Iinclude -Isrc bench/bench_kernels.c src/common.c src/quant.c \
  *      src/kernels/kernels.c src/kernels/kernels_ref.c build/src/kernels/kernels_avx*.o -lm -lpthread
- * Arguments (optional): "all" adds Q4_K, Q6_K, F16 and the other MLX group sizes and scale types; "mlx" runs
+ * Arguments (optional): "all" adds Q4_K, Q6_K (as the file holds them and packed, P16), F16 and the other MLX group sizes and scale types; "mlx" runs
  * only the MLX kernels; a table name limits the run to it. MLX weights count their scales and biases as
  * read bytes, so MLX 4-bit group 64 with F16 scales (0.5625 bytes per weight) compares directly with Q4_0,
  * and 8-bit with Q8_0 (1.0625). "typing" takes the 30M typing model's shapes (hidden 512, FFN 1536, vocabulary
@@ -257,12 +257,13 @@ int main(int argc, char **argv) {
         {"MLX8 g64 F16", 0, 8, 64, QT_F16},
     };
     static const variant extra[] = {
+        {"P16 Q4_K", KN_P16_Q4_K, 0, 0, 0},   {"P16 Q6_K", KN_P16_Q6_K, 0, 0, 0},
         {"Q4_K", QT_Q4_K, 0, 0, 0},           {"Q6_K", QT_Q6_K, 0, 0, 0},
         {"F16", QT_F16, 0, 0, 0},             {"MLX4 g32 F16", 0, 4, 32, QT_F16},
         {"MLX4 g128 F16", 0, 4, 128, QT_F16}, {"MLX4 g64 BF16", 0, 4, 64, QT_BF16},
         {"MLX8 g32 BF16", 0, 8, 32, QT_BF16}, {"MLX8 g128 F32", 0, 8, 128, QT_F32},
     };
-    const variant *vs[20];
+    const variant *vs[24];
     int nv = 0;
     for (size_t i = 0; i < sizeof base / sizeof *base; i++) vs[nv++] = &base[i];
     for (size_t i = 0; all && i < sizeof extra / sizeof *extra; i++) vs[nv++] = &extra[i];

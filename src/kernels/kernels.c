@@ -379,7 +379,7 @@ static int x86_features(void) {
 }
 #endif
 
-_Atomic int kn_p16_l2_ahead[2] = {16384, 16384};
+_Atomic int kn_p16_l2_ahead[3] = {16384, 16384, 16384};
 _Atomic int kn_p16_q4_shuf = 0;
 
 const kn_ops *kn_by_name(const char *name) {
@@ -393,7 +393,8 @@ const kn_ops *kn_by_name(const char *name) {
         if (!(f & 2)) return NULL;
         const int zen5 = f & 8;
         atomic_store_explicit(&kn_p16_l2_ahead[0], zen5 ? 0 : 16384, memory_order_relaxed);
-        atomic_store_explicit(&kn_p16_l2_ahead[1], zen5 ? 8192 : 16384, memory_order_relaxed);
+        atomic_store_explicit(&kn_p16_l2_ahead[1], zen5 ? 0 : 16384, memory_order_relaxed);
+        atomic_store_explicit(&kn_p16_l2_ahead[2], zen5 ? 8192 : 16384, memory_order_relaxed);
         atomic_store_explicit(&kn_p16_q4_shuf, zen5, memory_order_relaxed);
         return &kn_avx512_ops;
     }

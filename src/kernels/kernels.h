@@ -113,10 +113,11 @@ void kn_scale_max(float *s, size_t s_stride, int nh, int64_t npos, float scale, 
 #define KN_QK_SPLIT 64
 #define KN_PACKS(t) (1u << (t))
 /* How far ahead, in bytes, the AVX-512 kernel of the 32-element P16 types (p16_block) also asks for their
- * quants into L2, [0] at B = 1 (0: not at all), [1] at B > 1: {0, 8 KB} where kn_by_name hands out the
- * avx512 table on an AMD family 0x1A (Zen 5) core, {16 KB, 16 KB} elsewhere (kernels_avx512.c,
- * P16_PF_L2). The K-quant panels (p16k_super) always ask P16_PF_L2 ahead. */
-extern _Atomic int kn_p16_l2_ahead[2];
+ * quants into L2: [0] at B = 1 (0: not at all; never for a set streamed from DRAM, KN_STREAM below), [1]
+ * at B > 1 on a set the L3 can serve, [2] at B > 1 on a streamed set. {0, 0, 8 KB} where kn_by_name
+ * hands out the avx512 table on an AMD family 0x1A (Zen 5) core, {16 KB, 16 KB, 16 KB} elsewhere
+ * (kernels_avx512.c, P16_PF_L2). The K-quant panels (p16k_super) always ask P16_PF_L2 ahead. */
+extern _Atomic int kn_p16_l2_ahead[3];
 /* A matmul wtype flag (or'ed onto a P16 type): the matrix is one of a step's set of more than
  * KN_STREAM_BYTES, which streams from DRAM; the 32-element P16 kernel at B = 1 then leaves the fetching
  * ahead to the hardware prefetchers instead of its kn_p16_l2_ahead[0]. With the weights in block pairs

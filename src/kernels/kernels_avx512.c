@@ -1261,7 +1261,13 @@ static void avx512_matmul_mlx(int bits, int group, const uint32_t *W, const void
  * prefetch there. Those figures were taken with the scales in a region of their own after a panel's
  * quants; with the blocks in pairs (kn_p16_pair_bytes) a panel is one stream, and a B = 1 matmul of a
  * set larger than KN_STREAM_BYTES (the KN_STREAM flag, from forward.c) has no L2 prefetch either
- * (kernels.h gives the figures). The K-quant panels keep P16_PF_L2. */
+ * (kernels.h gives the figures). The K-quant panels keep P16_PF_L2. With the pairs, a Zen 5 at B > 1 is
+ * faster with none where the set is served from L3 (kn_p16_l2_ahead[1]) and keeps 8 KB on a streamed
+ * set ([2]). In one process, a step with each alternating (medians of 16 steps, 20-60 rounds; none /
+ * 8 KB, ms): typing Q4_0 B = 2 0.394 / 0.425, 0.396 / 0.424; B = 4 0.478 / 0.507, 0.478 / 0.508;
+ * B = 8 0.999 / 1.071, 1.032 / 1.093; prompts of 8, 64, 512 tokens 0.955 / 0.980, 6.91 / 6.95, 74.3 /
+ * 76.1; typing Q8_0 B = 4 0.651 / 0.694, 0.656 / 0.690; but 0.5B Q8_0 B = 4 14.13 / 13.79, 13.94 /
+ * 13.82 and 0.5B Q4_0 9.25 / 9.16, 9.35 / 9.34 (docs/PERFORMANCE-LOG.md, twenty-first session). */
 #ifndef P16_PF_L2
 #define P16_PF_L2 8192
 #endif
@@ -1586,7 +1592,8 @@ INLINE void p16_store(const __m512 *run, int nb, int64_t p, int64_t r0, int64_t 
 INLINE void mm_p16_t(uint32_t pt, const uint8_t *W, const uint8_t *act, size_t arb, int B, int64_t K, int64_t r0,
                      int64_t r1, float *y, size_t ldy, int stream) {
     const int kt = pt == KN_P16_Q4_K || pt == KN_P16_Q6_K, tb = kt ? P16K_B : P16_B;
-    const size_t pf2 = B == 1 && stream ? 0 : (size_t)atomic_load_explicit(&kn_p16_l2_ahead[B > 1], memory_order_relaxed);
+    const int l2 = B == 1 ? (stream ? -1 : 0) : stream ? 2 : 1;
+    const size_t pf2 = l2 < 0 ? 0 : (size_t)atomic_load_explicit(&kn_p16_l2_ahead[l2], memory_order_relaxed);
     const size_t pb = kn_pack_panel_bytes(pt == P16_Q4_0_SH ? KN_P16_Q4_0 : pt, K);
     const int64_t nbk = K / (kt ? QK_K : 32), p0 = r0 / 16, p1 = (r1 + 15) / 16;
     const int64_t pc = B <= tb ? p1 - p0 : LAYA_MAX(1, (int64_t)(P16_CHUNK / pb));
