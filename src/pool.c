@@ -1,12 +1,23 @@
-/* pool.c — persistent worker pool with chunk claiming. One 64-bit word holds (job generation, chunk count,
- * next chunk); a thread claims a chunk by compare-and-swap on it, so a claim can only succeed while that
- * job is open, and the job's fn/arg (written before the word is published) are stable until every chunk
- * of it is done. Completion is a counter the caller waits on. */
+/* pool.c — persistent worker pool with chunk claiming. Thread t's home chunk is chunk t; chunks n.. (when a
+ * job has more chunks than threads) come from one shared counter; a thread that finds its work done takes
+ * the home chunks that no thread has claimed yet, so one the OS holds back delays nothing. Every claim is
+ * a compare-and-swap that names the job's generation, and succeeds only while the job is still open.
+ *
+ * The cache lines are laid out so that a job of one chunk per thread moves as few lines between the
+ * cores as it can: the caller writes the job (generation, chunk count, function, argument) into one line
+ * the workers spin on; each worker claims its home chunk in a line that only it normally touches, and
+ * reports the chunks it has finished in a line that only it writes and the caller reads. Before, one
+ * word in one line took the generation, the chunk count and every claim, and the finished chunks were
+ * one counter that the caller reset at every job: a worker saw a job after three transfers of a line
+ * between the cores (the generation, the claim word the caller had just claimed from, the function's
+ * line) and its first claim waited on the caller's. A transfer costs about 0.28 us one way on the
+ * 2-vCPU guests measured (a round trip of two lines 0.56 us), and a decode step of the typing model is
+ * 41 jobs. docs/PERFORMANCE-LOG.md, twenty-first session, has the figures. */
 #include "pool.h"
 
 #include <pthread.h>
 #include <sched.h>
-#include <stdatomic.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "common.h"
@@ -14,18 +25,31 @@
 #define SPIN_PAUSE 2000   /* pause-spins before yielding: covers the gap between jobs of one pass */
 #define SPIN_YIELD 200    /* sched_yield rounds before sleeping on the condition variable */
 
+/* Job generations count from 1 in 48 bits (at a million jobs a second, 9 years before they wrap); the low
+ * 16 bits of the words that carry one hold a chunk number or count (LP_MAX_CHUNKS). */
+#define GEN(w) ((w) >> 16)
+#define LOW(w) ((int)((w) & 0xffff))
+
+typedef struct { _Alignas(64) _Atomic uint64_t gen; } lp_home;  /* generation of the last claim of chunk t */
+typedef struct { _Alignas(64) _Atomic uint64_t word; } lp_done; /* gen << 16 | chunks thread t finished in it */
+
 struct lp_pool {
+    /* the job, written by the caller, read by the workers: fn and arg, then job (gen << 32 | chunk count),
+     * which publishes them (gen << 16 | chunk count) */
+    _Alignas(64) _Atomic uint64_t job;
+    _Atomic(lp_fn) fn;
+    _Atomic(void *) arg;
+    atomic_int stop;
+    /* chunks n.. of a job: gen << 16 | the next one */
+    _Alignas(64) _Atomic uint64_t extra;
+    /* workers asleep on the condition variable: written only when one goes to sleep or wakes */
+    _Alignas(64) atomic_int sleepers;
     int n;
     pthread_t *threads;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    _Atomic uint64_t claim; /* gen << 32 | n_chunks << 16 | next chunk */
-    atomic_uint gen;        /* last published generation: what workers wait on */
-    atomic_int done;        /* chunks finished in the current job */
-    atomic_int stop;
-    atomic_int sleepers;
-    lp_fn fn;
-    void *arg;
+    lp_home *home; /* n of them */
+    lp_done *done; /* n of them; done[0] unused (the caller counts its own) */
     int prof;
     int64_t wait_ns;
 };
@@ -40,28 +64,67 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-/* Claims and runs chunks of job `gen` until none is left. */
-static void work(lp_pool *p, uint32_t gen, int tid) {
+/* Claims home chunk t of job g; 0 if another thread has. */
+static int claim_home(lp_pool *p, int t, uint64_t g) {
+    uint64_t v = atomic_load_explicit(&p->home[t].gen, memory_order_relaxed);
+    while (v < g)
+        if (atomic_compare_exchange_weak_explicit(&p->home[t].gen, &v, g, memory_order_relaxed, memory_order_relaxed))
+            return 1;
+    return 0;
+}
+
+/* Claims the next of chunks n.. of job g (nc chunks); -1 when none is left. */
+static int claim_extra(lp_pool *p, uint64_t g, int nc) {
+    uint64_t v = atomic_load_explicit(&p->extra, memory_order_relaxed);
     for (;;) {
-        uint64_t v = atomic_load(&p->claim);
-        uint32_t n = (uint32_t)(v >> 16) & 0xffff, c = (uint32_t)v & 0xffff;
-        if ((uint32_t)(v >> 32) != gen || c >= n) return;
-        if (!atomic_compare_exchange_weak(&p->claim, &v, v + 1)) continue;
-        p->fn(p->arg, (int)c, (int)n, tid);
-        atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
+        const int c = GEN(v) == g ? LOW(v) : GEN(v) < g ? p->n : nc;
+        if (c >= nc) return -1;
+        if (atomic_compare_exchange_weak_explicit(&p->extra, &v, g << 16 | (uint64_t)(c + 1),
+                                                  memory_order_relaxed, memory_order_relaxed))
+            return c;
     }
+}
+
+/* Runs chunk c of job g (nc chunks), claimed by thread tid, which has now finished *cnt of its chunks. A
+ * claim succeeds only while its job is open: the caller is waiting on that chunk and has not written fn
+ * and arg since it published the job, which this thread saw with acquire order (job). */
+static void run_chunk(lp_pool *p, int c, int nc, int tid, uint64_t g, int *cnt) {
+    lp_fn fn = atomic_load_explicit(&p->fn, memory_order_relaxed);
+    fn(atomic_load_explicit(&p->arg, memory_order_relaxed), c, nc, tid);
+    ++*cnt;
+    if (tid) atomic_store_explicit(&p->done[tid].word, g << 16 | (uint64_t)*cnt, memory_order_release);
+}
+
+/* Thread tid's part of a job (gen << 16 | nc): its home chunk, the extra chunks, then the home chunks of
+ * threads that have not started it. Returns how many chunks it ran. */
+static int work(lp_pool *p, uint64_t job, int tid) {
+    const uint64_t g = GEN(job);
+    const int nc = LOW(job);
+    int cnt = 0;
+    if (tid < nc && claim_home(p, tid, g)) {
+        /* started: the other threads need not take this thread's home chunk */
+        if (tid) atomic_store_explicit(&p->done[tid].word, g << 16, memory_order_relaxed);
+        run_chunk(p, tid, nc, tid, g, &cnt);
+    }
+    for (int c; nc > p->n && (c = claim_extra(p, g, nc)) >= 0;) run_chunk(p, c, nc, tid, g, &cnt);
+    /* (never the caller's home chunk: it claims that at once) */
+    for (int t = 1; t < p->n && t < nc; t++) {
+        if (t == tid || GEN(atomic_load_explicit(&p->done[t].word, memory_order_relaxed)) == g) continue;
+        if (claim_home(p, t, g)) run_chunk(p, t, nc, tid, g, &cnt);
+    }
+    return cnt;
 }
 
 static void *worker_main(void *v) {
     worker_arg wa = *(worker_arg *)v;
     laya_free(v);
     lp_pool *p = wa.p;
-    unsigned seen = 0;
+    uint64_t seen = 0;
     for (;;) {
-        unsigned g;
+        uint64_t job;
         int spins = 0;
-        while ((g = atomic_load(&p->gen)) == seen) {
-            if (atomic_load(&p->stop)) return NULL;
+        while ((job = atomic_load_explicit(&p->job, memory_order_acquire)) == seen) {
+            if (atomic_load_explicit(&p->stop, memory_order_relaxed)) return NULL;
             spins++;
             if (spins < SPIN_PAUSE) {
                 cpu_relax();
@@ -70,15 +133,15 @@ static void *worker_main(void *v) {
             } else {
                 pthread_mutex_lock(&p->mu);
                 atomic_fetch_add(&p->sleepers, 1);
-                while (atomic_load(&p->gen) == seen && !atomic_load(&p->stop)) pthread_cond_wait(&p->cv, &p->mu);
+                while (atomic_load(&p->job) == seen && !atomic_load(&p->stop)) pthread_cond_wait(&p->cv, &p->mu);
                 atomic_fetch_sub(&p->sleepers, 1);
                 pthread_mutex_unlock(&p->mu);
                 spins = 0;
             }
         }
-        seen = g;
+        seen = job;
         if (atomic_load(&p->stop)) return NULL;
-        work(p, g, wa.tid);
+        work(p, job, wa.tid);
     }
 }
 
@@ -91,6 +154,13 @@ laya_status lp_create(int n_threads, lp_pool **out) {
     p->n = n_threads;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
+    p->home = laya_aligned_alloc(64, (size_t)n_threads * sizeof(lp_home));
+    p->done = laya_aligned_alloc(64, (size_t)n_threads * sizeof(lp_done));
+    if (!p->home || !p->done) { p->n = 1; lp_free(p); return LAYA_ERR_NOMEM; }
+    for (int i = 0; i < n_threads; i++) {
+        atomic_init(&p->home[i].gen, 0);
+        atomic_init(&p->done[i].word, 0);
+    }
     if (n_threads > 1) {
         p->threads = laya_calloc((size_t)n_threads, sizeof(pthread_t));
         if (!p->threads) { p->n = 1; lp_free(p); return LAYA_ERR_NOMEM; }
@@ -120,6 +190,8 @@ void lp_free(lp_pool *p) {
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);
     laya_free(p->threads);
+    laya_free(p->home);
+    laya_free(p->done);
     laya_free(p);
 }
 
@@ -139,23 +211,30 @@ void lp_run(lp_pool *p, lp_fn fn, void *arg, int n_chunks) {
         for (int c = 0; c < n_chunks; c++) fn(arg, c, n_chunks, 0);
         return;
     }
-    /* The previous job is complete (we waited for it), so no claim can succeed until the store below. */
-    p->fn = fn;
-    p->arg = arg;
-    atomic_store_explicit(&p->done, 0, memory_order_relaxed);
-    uint32_t gen = atomic_load(&p->gen) + 1;
-    atomic_store(&p->claim, (uint64_t)gen << 32 | (uint64_t)n_chunks << 16);
-    atomic_store(&p->gen, gen); /* seq_cst: pairs with the sleepers check below (Dekker) */
+    /* The previous job is complete (we waited for it), so no claim can succeed until the store of job. */
+    const uint64_t g = GEN(atomic_load_explicit(&p->job, memory_order_relaxed)) + 1;
+    atomic_store_explicit(&p->fn, fn, memory_order_relaxed);
+    atomic_store_explicit(&p->arg, arg, memory_order_relaxed);
+    const uint64_t job = g << 16 | (uint64_t)n_chunks;
+    atomic_store(&p->job, job); /* seq_cst: publishes the job, and pairs with the sleepers check below (Dekker) */
     if (atomic_load(&p->sleepers) > 0) {
         pthread_mutex_lock(&p->mu);
         pthread_cond_broadcast(&p->cv);
         pthread_mutex_unlock(&p->mu);
     }
-    work(p, gen, 0);
+    const int mine = work(p, job, 0);
     struct timespec t0, t1;
     if (p->prof) clock_gettime(CLOCK_MONOTONIC, &t0);
     /* Chunks still running elsewhere: wait, yielding if the runner seems descheduled. */
-    lp_wait_at_least(&p->done, n_chunks);
+    for (int spins = 0, total = mine; total < n_chunks; spins++) {
+        if (spins < SPIN_PAUSE) cpu_relax();
+        else sched_yield();
+        total = mine;
+        for (int t = 1; t < p->n; t++) {
+            const uint64_t w = atomic_load_explicit(&p->done[t].word, memory_order_acquire);
+            if (GEN(w) == g) total += LOW(w);
+        }
+    }
     if (p->prof) {
         clock_gettime(CLOCK_MONOTONIC, &t1);
         p->wait_ns += (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
