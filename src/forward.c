@@ -496,10 +496,30 @@ static void mm_worker(void *arg, int chunk, int n_chunks, int tid) {
     }
 }
 
+typedef struct att_job att_job;
+static void att_worker(void *arg, int chunk, int n_chunks, int tid);
+
+/* q/k/v and attention in one pool job (qkv_att): chunk c computes the q, k and v rows of its KV heads
+ * and then their attention, so no thread waits for the others between the two, and each reads only the
+ * q, k and v rows it wrote. */
+typedef struct qkv_att_job {
+    mm_job *mm;
+    att_job *att;
+} qkv_att_job;
+
+static void qkv_att_worker(void *arg, int chunk, int n_chunks, int tid) {
+    qkv_att_job *j = arg;
+    mm_worker(j->mm, chunk, n_chunks, tid);
+    att_worker(j->att, chunk, n_chunks, tid);
+}
+
 /* y_i = x · W_iᵀ for the n matrices (all with the same type class and K; n <= 6, in runs of at most
- * three of one activation format). swiglu (n == 2, gate and up): then y_0 = silu(y_0) * y_1. */
-static void matmul_pass(laya_context *c, int n, const lm_mat *const *w, float *const *y, const size_t *ldy,
-                        const float *x, int B, int swiglu) {
+ * three of one activation format). swiglu (n == 2, gate and up): then y_0 = silu(y_0) * y_1. att (q/k/v
+ * only): the attention job to run in the same pool job when the matrices make one pass of one chunk a
+ * thread (qkv_att_job: the caller has checked that chunk c of both covers the same KV heads). Returns
+ * whether it ran att. */
+static int matmul_pass(laya_context *c, int n, const lm_mat *const *w, float *const *y, const size_t *ldy,
+                       const float *x, int B, int swiglu, att_job *att) {
     const kn_ops *kn = c->m->kn;
     int64_t K = w[0]->cols;
     /* MLX weights take F32 activations; the GGUF types take them converted once for all matrices. */
@@ -527,14 +547,14 @@ static void matmul_pass(laya_context *c, int n, const lm_mat *const *w, float *c
          * the formats all have different row sizes, so the size identifies the format. */
         if (j.n == 3 || (w[i]->mlx_bits ? 0 : kn_act_row_bytes(mm_type(pk, w[i]), K)) != rb) {
             lp_run(c->pool, mm_worker, &j, n_chunks);
-            matmul_pass(c, n - i, w + i, y + i, ldy + i, x, B, 0);
+            matmul_pass(c, n - i, w + i, y + i, ldy + i, x, B, 0, NULL);
             if (swiglu) /* gate and up in different formats: the activation in a pass of its own */
                 for (int b = 0; b < B; b++) {
                     float *g = y[0] + (size_t)b * ldy[0];
                     const float *u = y[1] + (size_t)b * ldy[1];
                     kn->silu_mul(g, u, w[0]->rows);
                 }
-            return;
+            return 0;
         }
         j.w[j.n] = w[i];
         j.y[j.n] = y[i];
@@ -542,7 +562,13 @@ static void matmul_pass(laya_context *c, int n, const lm_mat *const *w, float *c
         j.n++;
     }
     j.swiglu = swiglu;
+    if (att && !packing) {
+        qkv_att_job qa = {.mm = &j, .att = att};
+        lp_run(c->pool, qkv_att_worker, &qa, n_chunks);
+        return 1;
+    }
     lp_run(c->pool, mm_worker, &j, n_chunks);
+    return 0;
 }
 
 /* While the loader packs the weights (pack_weights), a matrix whose first panels are in the packed copy:
@@ -567,12 +593,9 @@ static int pack_views(const lm_mat *w, float *y, lm_mat *v, float **vy) {
 }
 
 /* matmul_pass, with the views of pack_views while the loader packs (n <= 3). */
-static void matmul_multi(laya_context *c, int n, const lm_mat *const *w, float *const *y, const size_t *ldy,
-                         const float *x, int B, int swiglu) {
-    if (c->packed || !c->m->packed) {
-        matmul_pass(c, n, w, y, ldy, x, B, swiglu);
-        return;
-    }
+static int matmul_multi(laya_context *c, int n, const lm_mat *const *w, float *const *y, const size_t *ldy,
+                        const float *x, int B, int swiglu, att_job *att) {
+    if (c->packed || !c->m->packed) return matmul_pass(c, n, w, y, ldy, x, B, swiglu, att);
     lm_mat v[6];
     const lm_mat *vw[6];
     float *vy[6];
@@ -585,26 +608,27 @@ static void matmul_multi(laya_context *c, int n, const lm_mat *const *w, float *
         for (int t = 0; t < k; t++) vw[nv] = &v[nv], vl[nv++] = ldy[i];
     }
     /* split gate or up rows: the activation once all of both are there */
-    matmul_pass(c, nv, vw, vy, vl, x, B, swiglu && !split);
+    matmul_pass(c, nv, vw, vy, vl, x, B, swiglu && !split, NULL);
     if (swiglu && split)
         for (int b = 0; b < B; b++) c->m->kn->silu_mul(y[0] + (size_t)b * ldy[0], y[1] + (size_t)b * ldy[1], w[0]->rows);
+    return 0;
 }
 
 static void matmul1(laya_context *c, const lm_mat *w, float *y, size_t ldy, const float *x, int B) {
     const lm_mat *ws[1] = {w};
     float *ys[1] = {y};
     size_t ls[1] = {ldy};
-    matmul_multi(c, 1, ws, ys, ls, x, B, 0);
+    matmul_multi(c, 1, ws, ys, ls, x, B, 0, NULL);
 }
 
-typedef struct att_job {
+struct att_job {
     laya_context *c;
     const lm_layer *L;
     int layer, n;
     const int32_t *seq;
     int heads_per_task;
     int fused; /* each task first prepares its token's KV head (qkv_head): no token reads another's */
-} att_job;
+};
 
 static void rms_norm(float *y, const float *x, const float *w, int n, float eps);
 static void rope(float *v, const float *cs, int hd, int neox);
@@ -893,22 +917,12 @@ laya_status laya_decode(laya_context *c, laya_batch bt) {
         for (int i = 0; i < n; i++) rms_norm(c->xn + (size_t)i * d, c->x + (size_t)i * d, L->attn_norm, d, h->norm_eps);
         prof_mark(c, FP_REST);
         {
-            const lm_mat *ws[3] = {&L->wq, &L->wk, &L->wv};
-            float *ys[3] = {c->q, c->k, c->v};
-            size_t ls[3] = {(size_t)qd, (size_t)kvd, (size_t)kvd};
-            matmul_multi(c, 3, ws, ys, ls, c->xn, n, 0);
-        }
-        prof_mark(c, FP_QKV);
-        /* When no token of the batch attends to another (all in different sequences: decode steps), each
-         * attention task prepares its own token's KV head, on whichever thread runs it; otherwise (a prefill)
-         * every key and value must be in the cache first. */
-        int fused = 1;
-        for (int i = 1; i < n && fused; i++)
-            for (int k = 0; k < i; k++) fused &= bt.seq[k] != bt.seq[i];
-        if (!fused)
-            for (int i = 0; i < n; i++)
-                for (int g = 0; g < h->n_head_kv; g++) qkv_head(c, L, il, i, bt.seq[i], g);
-        {
+            /* When no token of the batch attends to another (all in different sequences: decode steps), each
+             * attention task prepares its own token's KV head, on whichever thread runs it; otherwise (a
+             * prefill) every key and value must be in the cache first. */
+            int fused = 1;
+            for (int i = 1; i < n && fused; i++)
+                for (int k = 0; k < i; k++) fused &= bt.seq[k] != bt.seq[i];
             /* whole query-head groups per task, unless that leaves fewer than two tasks per thread */
             int group = h->n_head / h->n_head_kv, nt = lp_n_threads(c->pool), hs = group;
             int64_t kv_tasks = (int64_t)n * h->n_head_kv;
@@ -916,9 +930,6 @@ laya_status laya_decode(laya_context *c, laya_batch bt) {
                 int64_t slices = LAYA_MIN((int64_t)group, (2 * nt + kv_tasks - 1) / kv_tasks);
                 hs = (int)((group + slices - 1) / slices);
             }
-            if (hs < group && fused) /* a KV head split over tasks: prepared once, beforehand */
-                for (int i = 0; i < n; i++)
-                    for (int g = 0; g < h->n_head_kv; g++) qkv_head(c, L, il, i, bt.seq[i], g);
             att_job aj = {.c = c, .L = L, .layer = il, .n = n, .seq = bt.seq, .heads_per_task = hs, .fused = fused && hs == group};
             int64_t tasks = kv_tasks * ((group + hs - 1) / hs);
             /* Causal attention: a prefill's last tokens cost the most, so chunks are small enough that the
@@ -931,7 +942,21 @@ laya_status laya_decode(laya_context *c, laya_batch bt) {
              * -> 0.4217 and 0.4521 -> 0.4312. */
             int64_t groups = tasks / n, chunks = LAYA_MIN(tasks, (int64_t)nt * 16);
             if (fused && groups >= nt) chunks = nt;
-            lp_run(c->pool, att_worker, &aj, (int)chunks);
+            /* The q/k/v matmuls and the attention in one pool job (qkv_att_job) where chunk c of both
+             * covers the same KV heads: one chunk a thread, each of whole KV heads (as many for each),
+             * whose q, k and v rows are whole 16-row blocks, which is how mm_edge splits the matrices. */
+            const int one_job = aj.fused && chunks == nt && h->n_head_kv % nt == 0 && hd % 16 == 0;
+            const lm_mat *ws[3] = {&L->wq, &L->wk, &L->wv};
+            float *ys[3] = {c->q, c->k, c->v};
+            size_t ls[3] = {(size_t)qd, (size_t)kvd, (size_t)kvd};
+            const int done = matmul_multi(c, 3, ws, ys, ls, c->xn, n, 0, one_job ? &aj : NULL);
+            prof_mark(c, FP_QKV);
+            if (!done) {
+                if (!fused || hs < group) /* a prefill, or a KV head split over tasks: prepared beforehand */
+                    for (int i = 0; i < n; i++)
+                        for (int g = 0; g < h->n_head_kv; g++) qkv_head(c, L, il, i, bt.seq[i], g);
+                lp_run(c->pool, att_worker, &aj, (int)chunks);
+            }
         }
         prof_mark(c, FP_ATTN);
         matmul1(c, &L->wo, c->xn, (size_t)d, c->att, n);
@@ -945,7 +970,7 @@ laya_status laya_decode(laya_context *c, laya_batch bt) {
             float *ys[2] = {c->gate, c->up};
             size_t ls[2] = {(size_t)ff, (size_t)ff};
             prof_mark(c, FP_REST);
-            matmul_multi(c, 2, ws, ys, ls, c->xn, n, 1); /* c->gate = silu(gate) * up */
+            matmul_multi(c, 2, ws, ys, ls, c->xn, n, 1, NULL); /* c->gate = silu(gate) * up */
         }
         prof_mark(c, FP_GATEUP);
         matmul1(c, &L->w_down, c->xn, (size_t)d, c->gate, n);
