@@ -944,8 +944,9 @@ laya_status laya_decode(laya_context *c, laya_batch bt) {
             if (fused && groups >= nt) chunks = nt;
             /* The q/k/v matmuls and the attention in one pool job (qkv_att_job) where chunk c of both
              * covers the same KV heads: one chunk a thread, each of whole KV heads (as many for each),
-             * whose q, k and v rows are whole 16-row blocks, which is how mm_edge splits the matrices. */
-            const int one_job = aj.fused && chunks == nt && h->n_head_kv % nt == 0 && hd % 16 == 0;
+             * whose q, k and v rows are whole 16-row blocks, which is how mm_edge splits the matrices.
+             * Per-phase timing (fwprof.h) keeps them apart, to time each. */
+            const int one_job = !c->prof && aj.fused && chunks == nt && h->n_head_kv % nt == 0 && hd % 16 == 0;
             const lm_mat *ws[3] = {&L->wq, &L->wk, &L->wv};
             float *ys[3] = {c->q, c->k, c->v};
             size_t ls[3] = {(size_t)qd, (size_t)kvd, (size_t)kvd};
