@@ -95,8 +95,10 @@ static void run_chunk(lp_pool *p, int c, int nc, int tid, uint64_t g, int *cnt) 
     if (tid) atomic_store_explicit(&p->done[tid].word, g << 16 | (uint64_t)*cnt, memory_order_release);
 }
 
-/* Thread tid's part of a job (gen << 16 | nc): its home chunk, the extra chunks, then the home chunks of
- * threads that have not started it. Returns how many chunks it ran. */
+/* Thread tid's part of a job (gen << 16 | nc): its home chunk, the home chunks of threads that have not
+ * started the job, then the extra chunks, so that the chunks run about in their order (a decode during
+ * the packing has chunks of falling sizes, and reads the file's rows in order: pack_views, forward.c).
+ * Returns how many chunks it ran. */
 static int work(lp_pool *p, uint64_t job, int tid) {
     const uint64_t g = GEN(job);
     const int nc = LOW(job);
@@ -106,12 +108,12 @@ static int work(lp_pool *p, uint64_t job, int tid) {
         if (tid) atomic_store_explicit(&p->done[tid].word, g << 16, memory_order_relaxed);
         run_chunk(p, tid, nc, tid, g, &cnt);
     }
-    for (int c; nc > p->n && (c = claim_extra(p, g, nc)) >= 0;) run_chunk(p, c, nc, tid, g, &cnt);
     /* (never the caller's home chunk: it claims that at once) */
     for (int t = 1; t < p->n && t < nc; t++) {
         if (t == tid || GEN(atomic_load_explicit(&p->done[t].word, memory_order_relaxed)) == g) continue;
         if (claim_home(p, t, g)) run_chunk(p, t, nc, tid, g, &cnt);
     }
+    for (int c; nc > p->n && (c = claim_extra(p, g, nc)) >= 0;) run_chunk(p, c, nc, tid, g, &cnt);
     return cnt;
 }
 
