@@ -638,6 +638,16 @@ static lm_mat *step_mat(laya_model *m, int i) {
     return l7[i % 7];
 }
 
+/* Matrix i of the packing: the output layer first, then the layers' in step order (step_mat). A first
+ * token decoded while the weights are packed (laya bench times one) goes through the layers from the
+ * file and comes to the output layer last: with the output layer packed first, that decode finds the
+ * largest matrix (a quarter of a 0.5B file) already in the copy, and the packer, behind the decode in
+ * the layers, never releases file pages the decode has yet to read. With the output layer last the
+ * packer overtook the decode inside it at times, and the decode mapped the released pages in again:
+ * peak RSS of 0.5B Q8_0 in `laya bench` 600-700 MiB in some runs (docs/PERFORMANCE-LOG.md,
+ * twenty-first session). */
+static lm_mat *pack_mat(laya_model *m, int i) { return step_mat(m, i == 0 ? 7 * m->hp.n_layer : i - 1); }
+
 /* Panels per piece of packing work: about 1 MB. */
 static int64_t piece_panels(uint32_t pt, int64_t K) {
     return LAYA_MAX(1, (int64_t)((1u << 20) / kn_pack_panel_bytes(pt, K)));
@@ -667,7 +677,7 @@ static struct pack_state *pack_prepare(laya_model *m) {
     uint64_t total = 0;
     int npieces = 0;
     for (int i = 0; i < nm; i++) {
-        const lm_mat *w = step_mat(m, i);
+        const lm_mat *w = pack_mat(m, i);
         uint32_t pt = pack_type(m, w);
         if (!pt) continue;
         total += kn_pack_bytes(pt, w->rows, w->cols);
@@ -696,7 +706,7 @@ static struct pack_state *pack_prepare(laya_model *m) {
     m->packed_bytes = (size_t)total;
     size_t off = 0;
     for (int i = 0; i < nm; i++) {
-        lm_mat *w = step_mat(m, i);
+        lm_mat *w = pack_mat(m, i);
         uint32_t pt = pack_type(m, w);
         if (!pt) continue;
         int64_t pp = piece_panels(pt, w->cols), panels = (w->rows + 15) / 16;
