@@ -597,9 +597,9 @@ static int matmul_multi(laya_context *c, int n, const lm_mat *const *w, float *c
                         const float *x, int B, int swiglu, att_job *att) {
     if (c->packed || !c->m->packed) return matmul_pass(c, n, w, y, ldy, x, B, swiglu, att);
     lm_mat v[6];
-    const lm_mat *vw[6];
-    float *vy[6];
-    size_t vl[6];
+    const lm_mat *vw[6] = {0};
+    float *vy[6] = {0};
+    size_t vl[6] = {0};
     int nv = 0, split = 0;
     for (int i = 0; i < n; i++) {
         int k = pack_views(w[i], y[i], v + nv, vy + nv);
