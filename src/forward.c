@@ -447,12 +447,16 @@ static inline int64_t mm_edge(int64_t nblk, int c, int n, int falling) {
  * them all before the job while the other threads waited. In one process, alternating: typing Q4_0
  * B = 4 0.4822 -> 0.4759, 0.5475 -> 0.5400, 0.6876 -> 0.6760 ms (B = 1 the same); a 512-token prompt
  * 6464 -> 6592 and 7913 -> 8176 tok/s. */
+/* Activation row b of the job into act (every matrix of the job has the first one's format). */
+static void mm_quantize_row(const mm_job *j, int b, void *act) {
+    const int64_t K = j->w[0]->cols;
+    j->kn->quantize_act(mm_type(j->pk, j->w[0]), j->x + (size_t)b * K, (char *)act + (size_t)b * j->act_rb, K);
+}
+
 static void mm_quantize(mm_job *j) {
     if (atomic_load_explicit(&j->qdone, memory_order_acquire) >= j->B) return;
-    const uint32_t t = mm_type(j->pk, j->w[0]); /* every matrix of the job has this activation format */
-    const int64_t K = j->w[0]->cols;
     for (int b; (b = atomic_fetch_add_explicit(&j->qnext, 1, memory_order_relaxed)) < j->B;) {
-        j->kn->quantize_act(t, j->x + (size_t)b * K, (char *)j->act + (size_t)b * j->act_rb, K);
+        mm_quantize_row(j, b, j->act);
         atomic_fetch_add_explicit(&j->qdone, 1, memory_order_release);
     }
     lp_wait_at_least(&j->qdone, j->B);
@@ -463,10 +467,8 @@ static void mm_worker(void *arg, int chunk, int n_chunks, int tid) {
     void *act = j->act;
     if (j->act_rb && j->own_stride) {
         act = (char *)j->act + (size_t)tid * j->own_stride;
-        if (j->act_job[8 * tid] != j->pass) {
-            const uint32_t t = mm_type(j->pk, j->w[0]);
-            const int64_t K = j->w[0]->cols;
-            for (int b = 0; b < j->B; b++) j->kn->quantize_act(t, j->x + (size_t)b * K, (char *)act + (size_t)b * j->act_rb, K);
+        if (j->act_job[8 * tid] != j->pass) { /* once a pass, however many of its chunks this thread runs */
+            for (int b = 0; b < j->B; b++) mm_quantize_row(j, b, act);
             j->act_job[8 * tid] = j->pass;
         }
     } else if (j->act_rb) {
@@ -911,42 +913,43 @@ laya_status laya_decode(laya_context *c, laya_batch bt) {
         }
     }
 
+    /* The attention's plan, which depends on the batch alone. When no token of the batch attends to another
+     * (all in different sequences: decode steps), each attention task prepares its own token's KV head,
+     * on whichever thread runs it; otherwise (a prefill) every key and value must be in the cache first. */
+    int fused = 1;
+    for (int i = 1; i < n && fused; i++)
+        for (int k = 0; k < i; k++) fused &= bt.seq[k] != bt.seq[i];
+    /* whole query-head groups per task, unless that leaves fewer than two tasks per thread */
+    const int group = h->n_head / h->n_head_kv, nt = lp_n_threads(c->pool);
+    int hs = group;
+    const int64_t kv_tasks = (int64_t)n * h->n_head_kv;
+    if (kv_tasks < 2 * nt) {
+        int64_t slices = LAYA_MIN((int64_t)group, (2 * nt + kv_tasks - 1) / kv_tasks);
+        hs = (int)((group + slices - 1) / slices);
+    }
+    const int64_t tasks = kv_tasks * ((group + hs - 1) / hs);
+    /* Causal attention: a prefill's last tokens cost the most, so chunks are small enough that the
+     * heaviest, claimed last, leaves little imbalance. A decode step's tasks are even: one chunk per
+     * thread, each a run of whole KV heads (and slices) where they divide evenly, whose batch tokens go one
+     * after another: positions they share (fork_range) come from L3 or memory for the first and from L1
+     * or L2 for the others. One chunk per KV head, claimed one by one, cost more (each claim moves the
+     * pool's lines between the cores, mm_edge): typing Q4_0, in one process, steps alternating, B = 1
+     * 0.2340 -> 0.2222 and 0.2547 -> 0.2420 ms, B = 4 0.4464 -> 0.4217 and 0.4521 -> 0.4312. */
+    int64_t chunks = LAYA_MIN(tasks, (int64_t)nt * 16);
+    if (fused && tasks / n >= nt) chunks = nt;
+    /* The q/k/v matmuls and the attention in one pool job (qkv_att_job) where chunk c of both covers the
+     * same KV heads: one chunk a thread, each of whole KV heads (as many for each), whose q, k and v rows
+     * are whole 16-row blocks, which is how mm_edge splits the matrices. Per-phase timing (fwprof.h)
+     * keeps them apart, to time each. */
+    const int one_job = !c->prof && fused && hs == group && chunks == nt && h->n_head_kv % nt == 0 && hd % 16 == 0;
+
     for (int il = 0; il < h->n_layer; il++) {
         const lm_layer *L = &m->layers[il];
         /* attention */
         for (int i = 0; i < n; i++) rms_norm(c->xn + (size_t)i * d, c->x + (size_t)i * d, L->attn_norm, d, h->norm_eps);
         prof_mark(c, FP_REST);
         {
-            /* When no token of the batch attends to another (all in different sequences: decode steps), each
-             * attention task prepares its own token's KV head, on whichever thread runs it; otherwise (a
-             * prefill) every key and value must be in the cache first. */
-            int fused = 1;
-            for (int i = 1; i < n && fused; i++)
-                for (int k = 0; k < i; k++) fused &= bt.seq[k] != bt.seq[i];
-            /* whole query-head groups per task, unless that leaves fewer than two tasks per thread */
-            int group = h->n_head / h->n_head_kv, nt = lp_n_threads(c->pool), hs = group;
-            int64_t kv_tasks = (int64_t)n * h->n_head_kv;
-            if (kv_tasks < 2 * nt) {
-                int64_t slices = LAYA_MIN((int64_t)group, (2 * nt + kv_tasks - 1) / kv_tasks);
-                hs = (int)((group + slices - 1) / slices);
-            }
             att_job aj = {.c = c, .L = L, .layer = il, .n = n, .seq = bt.seq, .heads_per_task = hs, .fused = fused && hs == group};
-            int64_t tasks = kv_tasks * ((group + hs - 1) / hs);
-            /* Causal attention: a prefill's last tokens cost the most, so chunks are small enough that the
-             * heaviest, claimed last, leaves little imbalance. A decode step's tasks are even: one chunk
-             * per thread, each a run of whole KV heads (and slices) where they divide evenly, whose batch
-             * tokens go one after another: positions they share (fork_range) come from L3 or memory for
-             * the first and from L1 or L2 for the others. One chunk per KV head, claimed one by one, cost
-             * more (each claim moves the pool's lines between the cores, mm_edge): typing Q4_0, in one
-             * process, steps alternating, B = 1 0.2340 -> 0.2222 and 0.2547 -> 0.2420 ms, B = 4 0.4464
-             * -> 0.4217 and 0.4521 -> 0.4312. */
-            int64_t groups = tasks / n, chunks = LAYA_MIN(tasks, (int64_t)nt * 16);
-            if (fused && groups >= nt) chunks = nt;
-            /* The q/k/v matmuls and the attention in one pool job (qkv_att_job) where chunk c of both
-             * covers the same KV heads: one chunk a thread, each of whole KV heads (as many for each),
-             * whose q, k and v rows are whole 16-row blocks, which is how mm_edge splits the matrices.
-             * Per-phase timing (fwprof.h) keeps them apart, to time each. */
-            const int one_job = !c->prof && aj.fused && chunks == nt && h->n_head_kv % nt == 0 && hd % 16 == 0;
             const lm_mat *ws[3] = {&L->wq, &L->wk, &L->wv};
             float *ys[3] = {c->q, c->k, c->v};
             size_t ls[3] = {(size_t)qd, (size_t)kvd, (size_t)kvd};

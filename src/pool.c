@@ -12,7 +12,7 @@
  * between the cores (the generation, the claim word the caller had just claimed from, the function's
  * line) and its first claim waited on the caller's. A transfer costs about 0.28 us one way on the
  * 2-vCPU guests measured (a round trip of two lines 0.56 us), and a decode step of the typing model is
- * 41 jobs. docs/PERFORMANCE-LOG.md, twenty-first session, has the figures. */
+ * 33 jobs. docs/PERFORMANCE-LOG.md, twenty-first session, has the figures. */
 #include "pool.h"
 
 #include <pthread.h>
@@ -34,8 +34,8 @@ typedef struct { _Alignas(64) _Atomic uint64_t gen; } lp_home;  /* generation of
 typedef struct { _Alignas(64) _Atomic uint64_t word; } lp_done; /* gen << 16 | chunks thread t finished in it */
 
 struct lp_pool {
-    /* the job, written by the caller, read by the workers: fn and arg, then job (gen << 32 | chunk count),
-     * which publishes them (gen << 16 | chunk count) */
+    /* the job, written by the caller, read by the workers: fn and arg, then job (gen << 16 | chunk count),
+     * which publishes them */
     _Alignas(64) _Atomic uint64_t job;
     _Atomic(lp_fn) fn;
     _Atomic(void *) arg;
@@ -62,6 +62,12 @@ static inline void cpu_relax(void) {
 #elif defined(__aarch64__)
     __asm__ __volatile__("yield");
 #endif
+}
+
+/* One round of waiting on other threads: spin a while, then yield in case the one waited on is descheduled. */
+static inline void backoff(int spins) {
+    if (spins < SPIN_PAUSE) cpu_relax();
+    else sched_yield();
 }
 
 /* Claims home chunk t of job g; 0 if another thread has. */
@@ -200,10 +206,7 @@ void lp_free(lp_pool *p) {
 int lp_n_threads(const lp_pool *p) { return p->n; }
 
 void lp_wait_at_least(atomic_int *counter, int target) {
-    for (int spins = 0; atomic_load_explicit(counter, memory_order_acquire) < target; spins++) {
-        if (spins < SPIN_PAUSE) cpu_relax();
-        else sched_yield();
-    }
+    for (int spins = 0; atomic_load_explicit(counter, memory_order_acquire) < target; spins++) backoff(spins);
 }
 
 void lp_run(lp_pool *p, lp_fn fn, void *arg, int n_chunks) {
@@ -229,8 +232,7 @@ void lp_run(lp_pool *p, lp_fn fn, void *arg, int n_chunks) {
     if (p->prof) clock_gettime(CLOCK_MONOTONIC, &t0);
     /* Chunks still running elsewhere: wait, yielding if the runner seems descheduled. */
     for (int spins = 0, total = mine; total < n_chunks; spins++) {
-        if (spins < SPIN_PAUSE) cpu_relax();
-        else sched_yield();
+        backoff(spins);
         total = mine;
         for (int t = 1; t < p->n; t++) {
             const uint64_t w = atomic_load_explicit(&p->done[t].word, memory_order_acquire);
