@@ -24,12 +24,6 @@
 #define SHOW 64              /* bytes of a key or name quoted in a message */
 #define Q(s) (int)LAYA_MIN((s).n, (uint64_t)SHOW), (s).p /* for "%.*s" */
 
-/* The public gguf_kv wrapped with what gguf_arr_str needs; kv must stay first (gguf_arr_str casts back). */
-typedef struct kv_rec {
-    gguf_kv kv;
-    const uint64_t *str_off; /* string arrays: offset of element i's length prefix from kv.data */
-} kv_rec;
-
 struct gguf_file {
     const uint8_t *base;
     uint64_t size;
@@ -37,11 +31,10 @@ struct gguf_file {
     size_t map_len;
     uint32_t version;
     uint64_t n_kv, n_tensors, alignment, data_off;
-    kv_rec *kv;         /* n_kv, file order */
+    gguf_kv *kv;        /* n_kv, file order */
     gguf_tensor *t;     /* n_tensors, file order */
     size_t *kv_by_key;  /* indices into kv sorted by key: duplicate detection and binary-search lookup */
     size_t *t_by_name;  /* same for tensor names */
-    uint64_t *str_pool; /* every string array's offset index, one allocation */
     struct srec *scratch; /* during open only */
 };
 
@@ -155,8 +148,8 @@ static int tie_index(const void *ctx, size_t a, size_t b) {
 
 /* Ties broken by index so that messages name the earlier entry first. */
 static int cmp_kv_key(const void *ctx, size_t a, size_t b) {
-    const kv_rec *kv = ctx;
-    int c = str_cmp(kv[a].kv.key, kv[b].kv.key);
+    const gguf_kv *kv = ctx;
+    int c = str_cmp(kv[a].key, kv[b].key);
     return c ? c : (a > b) - (a < b);
 }
 static int cmp_t_name(const void *ctx, size_t a, size_t b) {
@@ -213,8 +206,7 @@ static laya_status check_bools(rd *r, const uint8_t *p, uint64_t n, const char *
     return LAYA_OK;
 }
 
-static laya_status parse_value(rd *r, kv_rec *rec, const char *what, uint64_t *n_strs) {
-    gguf_kv *kv = &rec->kv;
+static laya_status parse_value(rd *r, gguf_kv *kv, const char *what) {
     laya_status st;
     if (kv->type == GGUF_STRING) {
         gguf_str s;
@@ -265,7 +257,6 @@ static laya_status parse_value(rd *r, kv_rec *rec, const char *what, uint64_t *n
                              what, i, len, at, r->size);
             r->pos += len;
         }
-        *n_strs += n;
     } else {
         uint64_t es = vtype_size(kv->arr_type), bytes;
         if (ck_mul(n, es, &bytes))
@@ -282,12 +273,11 @@ static laya_status parse_value(rd *r, kv_rec *rec, const char *what, uint64_t *n
     return LAYA_OK;
 }
 
-static laya_status parse_kvs(rd *r, gguf_file *f, uint64_t *n_strs) {
+static laya_status parse_kvs(rd *r, gguf_file *f) {
     char what[SHOW + 48];
     laya_status st;
     for (uint64_t i = 0; i < f->n_kv; i++) {
-        kv_rec *rec = &f->kv[i];
-        gguf_kv *kv = &rec->kv;
+        gguf_kv *kv = &f->kv[i];
         snprintf(what, sizeof what, "kv %" PRIu64 " key", i);
         if ((st = rd_str(r, &kv->key, what))) return st;
         const char *bad = name_problem((const uint8_t *)kv->key.p, kv->key.n);
@@ -298,7 +288,7 @@ static laya_status parse_kvs(rd *r, gguf_file *f, uint64_t *n_strs) {
                          " (size %" PRIu64 ")", what, r->pos, r->size);
         kv->type = ld_u32(r->p + r->pos);
         r->pos += 4;
-        if ((st = parse_value(r, rec, what, n_strs))) return st;
+        if ((st = parse_value(r, kv, what))) return st;
     }
     return LAYA_OK;
 }
@@ -406,22 +396,6 @@ static laya_status check_overlaps(rd *r, gguf_file *f, srec *s) {
     return LAYA_OK;
 }
 
-/* Second walk over string arrays, already proven to fit: record where each element starts. */
-static void index_strings(gguf_file *f) {
-    uint64_t k = 0;
-    for (uint64_t i = 0; i < f->n_kv; i++) {
-        kv_rec *rec = &f->kv[i];
-        if (rec->kv.type != GGUF_ARRAY || rec->kv.arr_type != GGUF_STRING || rec->kv.arr_n == 0) continue;
-        uint64_t *off = f->str_pool + k, o = 0;
-        for (uint64_t j = 0; j < rec->kv.arr_n; j++) {
-            off[j] = o;
-            o += 8 + ld_u64(rec->kv.data + o);
-        }
-        rec->str_off = off;
-        k += rec->kv.arr_n;
-    }
-}
-
 static laya_status open_impl(rd *r, gguf_file *f) {
     laya_status st;
     if (r->size < 4)
@@ -474,15 +448,14 @@ static laya_status open_impl(rd *r, gguf_file *f) {
         f->kv_by_key = laya_calloc((size_t)f->n_kv, sizeof *f->kv_by_key);
         if (!f->kv || !f->kv_by_key) return failf(r, LAYA_ERR_NOMEM, "out of memory for %" PRIu64 " kvs", f->n_kv);
     }
-    uint64_t n_strs = 0;
-    if ((st = parse_kvs(r, f, &n_strs))) return st;
-    for (size_t i = 0; i < f->n_kv; i++) f->scratch[i] = (srec){key8(f->kv[i].kv.key.p, f->kv[i].kv.key.n), i};
+    if ((st = parse_kvs(r, f))) return st;
+    for (size_t i = 0; i < f->n_kv; i++) f->scratch[i] = (srec){key8(f->kv[i].key.p, f->kv[i].key.n), i};
     sort_recs(f->scratch, (size_t)f->n_kv, cmp_kv_key, f->kv);
     for (size_t i = 0; i < f->n_kv; i++) f->kv_by_key[i] = f->scratch[i].i;
     for (size_t i = 1; i < f->n_kv; i++) {
         size_t a = f->kv_by_key[i - 1], b = f->kv_by_key[i];
-        if (!str_cmp(f->kv[a].kv.key, f->kv[b].kv.key))
-            return failf(r, LAYA_ERR_FORMAT, "duplicate key '%.*s' (kv %zu and kv %zu)", Q(f->kv[a].kv.key), a, b);
+        if (!str_cmp(f->kv[a].key, f->kv[b].key))
+            return failf(r, LAYA_ERR_FORMAT, "duplicate key '%.*s' (kv %zu and kv %zu)", Q(f->kv[a].key), a, b);
     }
     if ((st = check_alignment(r, f))) return st;
 
@@ -515,11 +488,6 @@ static laya_status open_impl(rd *r, gguf_file *f) {
     if ((st = check_tensor_data(r, f))) return st;
     if (f->n_tensors > 1 && (st = check_overlaps(r, f, f->scratch))) return st;
 
-    if (n_strs) { /* n_strs <= file size / 8, proven by the walk */
-        f->str_pool = laya_calloc((size_t)n_strs, sizeof *f->str_pool);
-        if (!f->str_pool) return failf(r, LAYA_ERR_NOMEM, "out of memory for %" PRIu64 " string offsets", n_strs);
-        index_strings(f);
-    }
     laya_free(f->scratch);
     f->scratch = NULL;
     return LAYA_OK;
@@ -570,7 +538,6 @@ void gguf_close(gguf_file *f) {
     laya_free(f->kv_by_key);
     laya_free(f->t);
     laya_free(f->t_by_name);
-    laya_free(f->str_pool);
     laya_free(f->scratch);
     if (f->map) munmap(f->map, f->map_len);
     laya_free(f);
@@ -583,7 +550,7 @@ uint64_t gguf_n_tensors(const gguf_file *f) { return f ? f->n_tensors : 0; }
 uint64_t gguf_alignment(const gguf_file *f) { return f ? f->alignment : 0; }
 uint64_t gguf_data_offset(const gguf_file *f) { return f ? f->data_off : 0; }
 
-const gguf_kv *gguf_kv_at(const gguf_file *f, uint64_t i) { return f && i < f->n_kv ? &f->kv[i].kv : NULL; }
+const gguf_kv *gguf_kv_at(const gguf_file *f, uint64_t i) { return f && i < f->n_kv ? &f->kv[i] : NULL; }
 const gguf_tensor *gguf_tensor_at(const gguf_file *f, uint64_t i) {
     return f && i < f->n_tensors ? &f->t[i] : NULL;
 }
@@ -594,7 +561,7 @@ const gguf_kv *gguf_find_kv(const gguf_file *f, const char *key) {
     size_t lo = 0, hi = (size_t)f->n_kv;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        const gguf_kv *kv = &f->kv[f->kv_by_key[mid]].kv;
+        const gguf_kv *kv = &f->kv[f->kv_by_key[mid]];
         int c = str_cmp(kv->key, k);
         if (!c) return kv;
         if (c < 0) lo = mid + 1;
@@ -713,14 +680,20 @@ laya_status gguf_get_arr(const gguf_file *f, const char *key, uint32_t elem_type
     return LAYA_OK;
 }
 
-gguf_str gguf_arr_str(const gguf_kv *kv, uint64_t i) {
-    gguf_str s = {NULL, 0};
-    if (!kv || kv->type != GGUF_ARRAY || kv->arr_type != GGUF_STRING || i >= kv->arr_n) return s;
-    const kv_rec *rec = (const kv_rec *)kv;
-    const uint8_t *p = kv->data + rec->str_off[i];
-    s.n = ld_u64(p);
-    s.p = (const char *)p + 8;
-    return s;
+gguf_str_iter gguf_arr_strs(const gguf_kv *kv) {
+    gguf_str_iter it = {NULL, 0};
+    if (kv && kv->type == GGUF_ARRAY && kv->arr_type == GGUF_STRING) it = (gguf_str_iter){kv->data, kv->arr_n};
+    return it;
+}
+
+int gguf_str_next(gguf_str_iter *it, gguf_str *out) {
+    if (!it || !it->left) return 0;
+    /* every length was checked against the file at open */
+    out->n = ld_u64(it->p);
+    out->p = (const char *)it->p + 8;
+    it->p += 8 + out->n;
+    it->left--;
+    return 1;
 }
 
 double gguf_arr_num(const gguf_kv *kv, uint64_t i) {

@@ -70,15 +70,23 @@ laya_status gguf_get_i64(const gguf_file *f, const char *key, int64_t *out);
 laya_status gguf_get_f32(const gguf_file *f, const char *key, float *out);
 laya_status gguf_get_bool(const gguf_file *f, const char *key, int *out);
 laya_status gguf_get_str(const gguf_file *f, const char *key, gguf_str *out);
-/* Arrays: element i of an array of strings / numbers (the array's elements already validated). */
+/* Arrays (their elements already validated at open): the strings of a string array in order, each step
+ * O(1) (open keeps no per-string index: a typing model's 200k strings would cost 1.6 MB of offsets, a
+ * tenth of a fresh process's load time), or element i of an array of numbers:
+ *     gguf_str_iter it = gguf_arr_strs(kv); gguf_str s; while (gguf_str_next(&it, &s)) ...           */
 laya_status gguf_get_arr(const gguf_file *f, const char *key, uint32_t elem_type, const gguf_kv **out);
-gguf_str gguf_arr_str(const gguf_kv *kv, uint64_t i);   /* O(1) after open: offsets are indexed */
+typedef struct gguf_str_iter {
+    const uint8_t *p; /* the next element's length prefix */
+    uint64_t left;
+} gguf_str_iter;
+gguf_str_iter gguf_arr_strs(const gguf_kv *kv); /* none left when kv is not an array of strings */
+int gguf_str_next(gguf_str_iter *it, gguf_str *out); /* 1: *out is the next string; 0: none left */
 double gguf_arr_num(const gguf_kv *kv, uint64_t i);     /* any numeric element type */
 /* Added: elem_type for gguf_get_arr that accepts an array of any element type. */
 #define GGUF_ARR_ANY 0xffffffffu
-/* Added notes: kv passed to gguf_arr_str/gguf_arr_num must come from gguf_kv_at/gguf_find_kv/gguf_get_arr
- * of a file still open (the string index lives beside it). Out-of-range i, or a kv that is not an array
- * of the right kind, gives {NULL, 0} / 0.0. Bool elements read as 0/1. */
+/* Added notes: kv passed to gguf_arr_strs/gguf_arr_num must come from gguf_kv_at/gguf_find_kv/gguf_get_arr
+ * of a file still open. Out-of-range i, or a kv that is not an array of numbers, gives 0.0. Bool elements
+ * read as 0/1. */
 
 /* Added: "u32", "string", ...; "unknown" for ids >= GGUF_VTYPE_COUNT. Static storage. */
 const char *gguf_vtype_name(uint32_t type);

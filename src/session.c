@@ -469,8 +469,9 @@ static laya_status build_base_typos(const laya_model *m, ty_list **out) {
     const gguf_kv *kw, *kc;
     if (gf && !gguf_get_arr(gf, "laya.words", GGUF_STRING, &kw)) {
         int counts = !gguf_get_arr(gf, "laya.word_counts", GGUF_U32, &kc) && kc->arr_n == kw->arr_n;
-        for (uint64_t i = 0; i < kw->arr_n; i++) {
-            gguf_str w = gguf_arr_str(kw, i);
+        gguf_str_iter it = gguf_arr_strs(kw);
+        gguf_str w;
+        for (uint64_t i = 0; gguf_str_next(&it, &w); i++) {
             /* a bad entry (too long, not UTF-8) is refused by ty_list_add and skipped */
             if (w.n && w.n <= TY_WORD_MAX) ty_list_add(l, w.p, (size_t)w.n, counts ? (uint32_t)gguf_arr_num(kc, i) : 1);
         }

@@ -394,8 +394,9 @@ static laya_status load_merges(tok_vocab *v, const gguf_kv *mk, const int16_t *u
     m->filter_mask = words - 1;
     /* Merges whose parts or result are not tokens are skipped: Hugging Face refuses such a file, but
      * a merge that can never fire changes no output, so there is nothing to gain by refusing. */
-    for (uint64_t r = 0; r < nm; r++) {
-        gguf_str s = gguf_arr_str(mk, r);
+    gguf_str_iter it = gguf_arr_strs(mk);
+    gguf_str s;
+    for (uint32_t r = 0; gguf_str_next(&it, &s); r++) {
         if (s.n < 3 || s.n > 2 * MAX_TOKEN_BYTES) continue;
         const char *sp = memchr(s.p + 1, ' ', s.n - 1); /* from 1: a part may itself be a space */
         if (!sp) continue;
@@ -411,7 +412,7 @@ static laya_status load_merges(tok_vocab *v, const gguf_kv *mk, const int16_t *u
         }
         int32_t a = map_find(v, buf, ra), b = map_find(v, buf + ra, rb), c = map_find(v, buf, ra + rb);
         if (a < 0 || b < 0 || c < 0) continue;
-        pair_insert(m, a, b, (uint32_t)r, c);
+        pair_insert(m, a, b, r, c);
     }
     laya_free(buf);
     return LAYA_OK;
@@ -504,10 +505,12 @@ laya_status tok_load(const gguf_file *f, tok_vocab **out, char *err, size_t errl
     v->key_off = laya_malloc(((size_t)n + 1) * sizeof *v->key_off);
     if (!v->type || !v->key_off) goto nomem;
     uint64_t total = 0;
+    gguf_str_iter it = gguf_arr_strs(tk);
     for (int32_t i = 0; i < n; i++) {
         int64_t t = tt ? (int64_t)gguf_arr_num(tt, (uint64_t)i) : TT_NORMAL;
         v->type[i] = (uint8_t)(t >= 1 && t <= 6 ? t : TT_NORMAL);
-        gguf_str s = gguf_arr_str(tk, (uint64_t)i);
+        gguf_str s;
+        gguf_str_next(&it, &s); /* n == the array's length */
         if (s.n > MAX_TOKEN_BYTES) {
             st = laya_err(err, errlen, LAYA_ERR_FORMAT, "tokenizer: token %d is %llu bytes long", (int)i,
                           (unsigned long long)s.n);
@@ -527,8 +530,10 @@ laya_status tok_load(const gguf_file *f, tok_vocab **out, char *err, size_t errl
     int16_t u2b[324];
     byte_map(b2u, u2b);
     uint32_t off = 0;
+    it = gguf_arr_strs(tk);
     for (int32_t i = 0; i < n; i++) {
-        gguf_str s = gguf_arr_str(tk, (uint64_t)i);
+        gguf_str s;
+        gguf_str_next(&it, &s);
         v->key_off[i] = off;
         size_t m;
         if (kind == KIND_GPT2 && is_mergeable(v->type[i]) && unmap_bytes(u2b, s.p, s.n, v->key + off, &m)) {

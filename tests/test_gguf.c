@@ -48,6 +48,15 @@ static int write_all(const char *path, const void *p, size_t n) {
 
 static int str_eq(gguf_str s, const char *c, size_t n) { return s.n == n && (n == 0 || !memcmp(s.p, c, n)); }
 
+/* String i of a string array through the iterator; {NULL, 0} past the end. */
+static gguf_str arr_str(const gguf_kv *kv, uint64_t i) {
+    gguf_str_iter it = gguf_arr_strs(kv);
+    gguf_str s = {NULL, 0};
+    for (uint64_t k = 0; k <= i; k++)
+        if (!gguf_str_next(&it, &s)) return (gguf_str){NULL, 0};
+    return s;
+}
+
 /* Little byte builder for hand-made files. */
 typedef struct { unsigned char *p; size_t n, cap; } buf;
 static void b_put(buf *b, const void *p, size_t n) {
@@ -215,17 +224,22 @@ static void check_roundtrip(const gguf_file *f) {
     CHECK(gguf_get_arr(f, "k.u32", GGUF_ARR_ANY, &a) == LAYA_ERR_TYPE, "scalar is not an array");
     CHECK(gguf_get_arr(f, "arr.str", GGUF_STRING, &a) == LAYA_OK && a->arr_n == 5, "str arr");
     if (a) {
-        CHECK(str_eq(gguf_arr_str(a, 0), "first", 5), "s0");
-        CHECK(gguf_arr_str(a, 1).n == 0, "s1");
-        CHECK(str_eq(gguf_arr_str(a, 2), "nul\0inside", 10), "s2");
-        CHECK(str_eq(gguf_arr_str(a, 3), long_str, sizeof long_str - 1), "s3");
-        CHECK(str_eq(gguf_arr_str(a, 4), "\xff\xfe", 2), "s4 (values need not be UTF-8)");
-        CHECK(gguf_arr_str(a, 5).p == NULL, "s5 out of range");
+        CHECK(str_eq(arr_str(a, 0), "first", 5), "s0");
+        CHECK(arr_str(a, 1).n == 0, "s1");
+        CHECK(str_eq(arr_str(a, 2), "nul\0inside", 10), "s2");
+        CHECK(str_eq(arr_str(a, 3), long_str, sizeof long_str - 1), "s3");
+        CHECK(str_eq(arr_str(a, 4), "\xff\xfe", 2), "s4 (values need not be UTF-8)");
+        CHECK(arr_str(a, 5).p == NULL, "s5 out of range");
+        gguf_str_iter it = gguf_arr_strs(a);
+        gguf_str x;
+        int k = 0;
+        while (gguf_str_next(&it, &x)) k++;
+        CHECK(k == 5 && !gguf_str_next(&it, &x), "the iterator stops after the 5 strings (%d)", k);
         CHECK(gguf_arr_num(a, 0) == 0.0, "arr_num on strings");
     }
     CHECK(gguf_get_arr(f, "arr.str_empty", GGUF_STRING, &a) == LAYA_OK && a->arr_n == 0 &&
-          gguf_arr_str(a, 0).p == NULL, "empty str arr");
-    CHECK(gguf_arr_str(gguf_find_kv(f, "arr.u8"), 0).p == NULL, "arr_str on numbers");
+          arr_str(a, 0).p == NULL, "empty str arr");
+    CHECK(arr_str(gguf_find_kv(f, "arr.u8"), 0).p == NULL, "arr_str on numbers");
 
     for (size_t i = 0; i < NT; i++) {
         const gguf_tensor *t = gguf_find_tensor(f, g_t[i].name);
@@ -293,7 +307,7 @@ static void test_v2(void) {
         CHECK(gguf_version(f) == 2, "v2 version");
         CHECK(gguf_get_str(f, "general.name", &s) == LAYA_OK && str_eq(s, "v2 file", 7), "v2 str");
         const gguf_kv *a = NULL;
-        CHECK(gguf_get_arr(f, "x", GGUF_STRING, &a) == LAYA_OK && str_eq(gguf_arr_str(a, 1), "qq", 2), "v2 arr");
+        CHECK(gguf_get_arr(f, "x", GGUF_STRING, &a) == LAYA_OK && str_eq(arr_str(a, 1), "qq", 2), "v2 arr");
         const gguf_tensor *t = gguf_find_tensor(f, "w");
         CHECK(t && t->data == b.p + data_at && ((const float *)t->data)[3] == 4.0f, "v2 tensor");
         CHECK(gguf_data_offset(f) == data_at && gguf_alignment(f) == 32, "v2 data offset");
@@ -395,7 +409,7 @@ static void test_seeds(void) {
             CHECK(gguf_get_i64(f, "k.i64", &i) == LAYA_OK && i == -((int64_t)1 << 40), "py i64");
             CHECK(gguf_get_f32(f, "k.f64", &x) == LAYA_OK && x == 1.25f, "py f64");
             CHECK(gguf_get_str(f, "k.str", &s) == LAYA_OK && str_eq(s, "h\0llo", 5), "py str");
-            CHECK(gguf_get_arr(f, "k.arr_str", GGUF_STRING, &a) == LAYA_OK && str_eq(gguf_arr_str(a, 2), "bc", 2),
+            CHECK(gguf_get_arr(f, "k.arr_str", GGUF_STRING, &a) == LAYA_OK && str_eq(arr_str(a, 2), "bc", 2),
                   "py arr str");
             CHECK(gguf_n_tensors(f) == 3 && gguf_find_tensor(f, "q")->ne[3] == 2, "py tensors");
         }
@@ -530,9 +544,9 @@ static void test_hostile_counts(void) {
         int good = 1;
         for (uint32_t i = 0; a && i < S; i += 9973) {
             snprintf(tok, sizeof tok, "tok%u", i);
-            good &= str_eq(gguf_arr_str(a, i), tok, strlen(tok));
+            good &= str_eq(arr_str(a, i), tok, strlen(tok));
         }
-        CHECK(a && good && str_eq(gguf_arr_str(a, S - 1), "tok999999", 9), "string index");
+        CHECK(a && good && str_eq(arr_str(a, S - 1), "tok999999", 9), "string index");
         gguf_close(f);
         free(b.p);
     }

@@ -251,9 +251,12 @@ static void compare_metadata(const real *r, gguf_file *fix) {
               "%s: %s has %llu entries, the fixture %llu", r->name, key, (unsigned long long)got->arr_n,
               (unsigned long long)want->arr_n);
         uint64_t diff = 0;
+        gguf_str_iter ig = gguf_arr_strs(got), iw = gguf_arr_strs(want);
         for (uint64_t k = 0; k < got->arr_n && k < want->arr_n; k++) {
             if (got->arr_type == GGUF_STRING) {
-                gguf_str a = gguf_arr_str(got, k), b = gguf_arr_str(want, k);
+                gguf_str a, b;
+                gguf_str_next(&ig, &a);
+                gguf_str_next(&iw, &b);
                 diff += a.n != b.n || memcmp(a.p, b.p, (size_t)a.n);
             } else {
                 diff += gguf_arr_num(got, k) != gguf_arr_num(want, k);
