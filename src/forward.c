@@ -846,11 +846,22 @@ static void rope(float *v, const float *cs, int hd, int neox) {
 
 /* ---- the forward pass ------------------------------------------------------------------------------ */
 
+static laya_status decode(laya_context *c, laya_batch bt);
+
+/* A decode while the model's weights are being packed holds the packing threads off (lm_pack_hold). */
 laya_status laya_decode(laya_context *c, laya_batch bt) {
     if (!c) return LAYA_ERR_INVALID_ARG;
+    if ((c->packed = packed_now(c->m))) return decode(c, bt);
+    laya_model *m = (laya_model *)c->m; /* its packing's atomics only */
+    lm_pack_hold(m, 1);
+    laya_status st = decode(c, bt);
+    lm_pack_hold(m, 0);
+    return st;
+}
+
+static laya_status decode(laya_context *c, laya_batch bt) {
     const laya_model *m = c->m;
     const lm_hparams *h = &m->hp;
-    c->packed = packed_now(m);
     int n = bt.n;
     if (c->prof) c->prof_t = prof_now(), c->prof_n++;
     if (n < 1 || !bt.tokens || !bt.seq)

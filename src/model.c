@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kernels/kernels.h"
@@ -591,10 +592,52 @@ static void pack_advance(struct pack_state *ps, int i) {
     }
 }
 
+/* A fresh process's first decode pays for its first touches of everything (the bundled model: 6-8 ms on
+ * the Zen 5 guest with the file in 2 MB folios, 15-20 ms with it in 4 KB ones, against 0.6 ms a step
+ * later); the packing beside it, writing a fresh 34 MB, made it 12-16 and 23-36 ms (docs/PERFORMANCE-LOG.md,
+ * twenty-second session). So the packing waits for the first decode to end, for at most PACK_START_MS
+ * after load; then before each piece (about 1 MB, a few hundred us) for the decodes under way, each wait at
+ * most PACK_HOLD_MS, so that decodes that never pause still let it finish, a piece a thread per wait. */
+#define PACK_START_MS 50
+#define PACK_HOLD_MS 8
+
+static void hold_wake(laya_model *m) {
+    if (!m->hold_ok || !atomic_load(&m->pack_waiters)) return;
+    pthread_mutex_lock(&m->hold_mu);
+    pthread_cond_broadcast(&m->hold_cv);
+    pthread_mutex_unlock(&m->hold_mu);
+}
+
+/* A waiter counts itself (pack_waiters) before it looks at the flags under the lock, and a setter changes
+ * them before it looks at pack_waiters: one of the two sees the other. */
+void lm_pack_hold(laya_model *m, int on) {
+    if (on) {
+        atomic_fetch_add(&m->pack_hold, 1);
+        return;
+    }
+    int last = atomic_fetch_sub(&m->pack_hold, 1) == 1, first = !atomic_exchange(&m->pack_go, 1);
+    if (last || first) hold_wake(m);
+}
+
+/* start: wait for pack_go; else for pack_hold 0 */
+static void pack_wait(laya_model *m, int start) {
+    if (!m->hold_ok || (start ? atomic_load(&m->pack_go) : !atomic_load(&m->pack_hold))) return;
+    struct timespec dl;
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    dl.tv_nsec += (start ? PACK_START_MS : PACK_HOLD_MS) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) dl.tv_sec++, dl.tv_nsec -= 1000000000L;
+    atomic_fetch_add(&m->pack_waiters, 1);
+    pthread_mutex_lock(&m->hold_mu);
+    while (!atomic_load(&m->pack_cancel) && (start ? !atomic_load(&m->pack_go) : atomic_load(&m->pack_hold) > 0))
+        if (pthread_cond_timedwait(&m->hold_cv, &m->hold_mu, &dl)) break; /* ETIMEDOUT (or an error) */
+    pthread_mutex_unlock(&m->hold_mu);
+    atomic_fetch_sub(&m->pack_waiters, 1);
+}
+
 static void *pack_worker(void *arg) {
     struct pack_state *ps = arg;
     for (int i; !atomic_load_explicit(&ps->m->pack_cancel, memory_order_relaxed) &&
-                (i = atomic_fetch_add(&ps->next, 1)) < ps->limit;) {
+                (pack_wait(ps->m, 0), i = atomic_fetch_add(&ps->next, 1)) < ps->limit;) {
         const pack_piece *pc = &ps->pieces[i];
         const lm_mat *w = pc->w;
         kn_pack(pc->pt, w->data, w->row_bytes, w->rows, w->cols, pc->p0, pc->p1, pc->dst);
@@ -615,6 +658,7 @@ static void *pack_main(void *arg) {
     laya_model *m = ps->m;
     pthread_t th[7];
     int nt = 0;
+    pack_wait(m, 1);
     for (int t = 1; t < LAYA_MIN(m->n_threads, 8) && t * 8 < ps->n; t++)
         if (pthread_create(&th[nt], NULL, pack_worker, ps) == 0) nt++;
     pack_worker(ps);
@@ -691,6 +735,15 @@ static struct pack_state *pack_prepare(laya_model *m) {
         return NULL;
     }
     m->pack_mu_ok = 1;
+    pthread_condattr_t ca;
+    if (pthread_mutex_init(&m->hold_mu, NULL) == 0) {
+        if (pthread_condattr_init(&ca) == 0) {
+            if (pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 && pthread_cond_init(&m->hold_cv, &ca) == 0)
+                m->hold_ok = 1;
+            pthread_condattr_destroy(&ca);
+        }
+        if (!m->hold_ok) pthread_mutex_destroy(&m->hold_mu);
+    }
     ps->m = m;
     ps->pieces = laya_malloc((size_t)npieces * sizeof *ps->pieces);
     void *map = ps->pieces ? mmap(NULL, (size_t)total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
@@ -745,6 +798,7 @@ int lm_pack_first(laya_model *m, int n) {
 
 void laya_model_wait_ready(laya_model *m) {
     if (!m || !m->pack_mu_ok) return;
+    if (!atomic_exchange(&m->pack_go, 1)) hold_wake(m);
     pthread_mutex_lock(&m->pack_mu);
     if (m->pack_th_ok) pthread_join(m->pack_th, NULL), m->pack_th_ok = 0;
     pack_free(m->pk);
@@ -803,8 +857,10 @@ fail:
 void laya_model_free(laya_model *m) {
     if (!m) return;
     atomic_store(&m->pack_cancel, 1);
+    hold_wake(m); /* a packing thread stops waiting */
     laya_model_wait_ready(m);
     if (m->pack_mu_ok) pthread_mutex_destroy(&m->pack_mu);
+    if (m->hold_ok) pthread_mutex_destroy(&m->hold_mu), pthread_cond_destroy(&m->hold_cv);
     if (m->packed) munmap(m->packed, m->packed_bytes);
     for (int i = 0; i < m->n_owned; i++) laya_free(m->owned[i]);
     laya_free(m->layers);

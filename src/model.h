@@ -91,6 +91,14 @@ struct laya_model {
     int pack_th_ok;           /* a thread to join (under pack_mu) */
     pthread_mutex_t pack_mu;
     int pack_mu_ok;
+    /* The packing starts once a first decode has ended (or laya_model_wait_ready is called, or PACK_START_MS
+     * have passed: pack_go), and waits for the decodes under way (laya_decode, lm_pack_hold), each wait at
+     * most PACK_HOLD_MS (model.c): a first key press has the cores to itself, and decodes that never pause
+     * still let the packing finish. */
+    atomic_int pack_hold, pack_waiters, pack_go;
+    pthread_mutex_t hold_mu;
+    pthread_cond_t hold_cv;
+    int hold_ok;
     char err[LAYA_ERR_MSG_MAX];
     /* Built once for all the model's sessions, by the first that needs them (session.c), under shared_mu:
      * the known words of typo decisions (its word list and whole-word tokens; a session adds its user's
@@ -107,5 +115,7 @@ struct laya_model {
  * panels (lm_mat.pk_done), as a decode during the packing sees them. Returns the number of pieces, or -1
  * where the model has nothing to pack. */
 int lm_pack_first(laya_model *m, int n);
+/* on 1 before a decode that computes while the packing runs, 0 after it */
+void lm_pack_hold(laya_model *m, int on);
 
 #endif

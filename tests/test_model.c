@@ -363,6 +363,52 @@ static void check_packed_same(laya_model *m) {
     laya_model_free(f);
 }
 
+/* The packing waits for the decodes under way (model.c pack_wait), a bounded time each: decodes that
+ * never pause for it still let it finish, and their logits stay the file's bits. */
+static void check_pack_under_load(void) {
+    laya_model_params mp = laya_model_default_params();
+    mp.n_threads = 2;
+    char err[LAYA_ERR_MSG_MAX] = "";
+    laya_model *m = NULL;
+    if (laya_model_load(MODEL, mp, &m, err, sizeof err) != LAYA_OK) {
+        CHECK(0, "load: %s", err);
+        return;
+    }
+    if (!m->pk) { /* nothing to pack on this CPU's kernel table */
+        laya_model_free(m);
+        return;
+    }
+    laya_context_params cp = laya_context_default_params();
+    cp.max_kv_size = 8, cp.max_logits = 1;
+    laya_context *c = NULL;
+    const int V = laya_n_vocab(m);
+    float *first = malloc((size_t)V * sizeof(float));
+    long steps = 0, differ = 0;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double s = 0;
+    if (first && laya_context_create(m, cp, &c, err, sizeof err) == LAYA_OK) {
+        /* one token again and again, as fast as it goes, until the copy is published or 60 s pass */
+        while (!atomic_load(&m->packed_ready) && s < 60) {
+            laya_seq_truncate(c, 0, 0);
+            laya_token t = 547;
+            int32_t sq = 0;
+            if (laya_decode(c, (laya_batch){1, &t, &sq, NULL}) != LAYA_OK) break;
+            if (!steps) memcpy(first, laya_get_logits(c, 0), (size_t)V * sizeof(float));
+            else differ += memcmp(first, laya_get_logits(c, 0), (size_t)V * sizeof(float)) != 0;
+            steps++;
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        }
+    }
+    CHECK(atomic_load(&m->packed_ready), "the packing did not finish in %.1f s of %ld back-to-back decodes", s, steps);
+    CHECK(steps > 0 && differ == 0, "%ld of %ld decodes during the packing differ from the first", differ, steps);
+    printf("test_model: back-to-back decodes: the packing finished after %.0f ms, %ld decodes, same bits\n", 1e3 * s, steps);
+    free(first);
+    laya_context_free(c);
+    laya_model_free(m);
+}
+
 /* Decodes made while the packing thread runs (they use the file) give the bits of decodes after it, and a
  * model freed while it runs stops it (no leak, no use after free: make asan, and ThreadSanitizer). */
 static void check_pack_race(void) {
@@ -647,6 +693,7 @@ int main(void) {
     check_kv_f16(m);
     check_packed_same(m);
     check_pack_race();
+    check_pack_under_load();
     check_pack_views();
     check_pack_oom();
 
