@@ -70,8 +70,11 @@ LAYA_API laya_status laya_model_load(const char *path, laya_model_params params,
 LAYA_API void laya_model_free(laya_model *m);
 /* Load returns before the copy of pack_weights is made: a thread of the model makes it (tens of ms for
  * the bundled model, a few hundred for a 0.5B file), and decodes meanwhile compute from the file, with
- * the same results, more slowly. This blocks until that copy is done (at once when there is none): for
- * benchmarks, and callers that want the steady-state speed from their first step. */
+ * the same results, more slowly. The copy starts once the first decode has ended (or 50 ms after load),
+ * so that a first key press has the cores to itself, and it pauses while decodes run (8 ms at most a
+ * pause, so it still finishes under decodes that never stop). This starts it at once if it has not
+ * started, and blocks until it is done (at once when there is none): for benchmarks, and callers that
+ * want the steady-state speed from their first step. */
 LAYA_API void laya_model_wait_ready(laya_model *m);
 
 typedef struct laya_model_info {
