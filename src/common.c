@@ -33,6 +33,16 @@ void *laya_aligned_alloc(size_t align, size_t n) {
 
 void *laya_malloc(size_t n) { return laya_aligned_alloc(HDR, n); }
 
+void *laya_dense_alloc(size_t n) {
+    const size_t huge = (size_t)2 << 20;
+    if (n < huge) return laya_malloc(n);
+    void *p = laya_aligned_alloc(huge, n);
+#ifdef MADV_HUGEPAGE
+    if (p) madvise(p, n / huge * huge, MADV_HUGEPAGE); /* best effort: hook memory may refuse it */
+#endif
+    return p;
+}
+
 void *laya_calloc(size_t n, size_t size) {
     uint64_t t;
     if (ck_mul(n, size, &t) || t > SIZE_MAX) return NULL;

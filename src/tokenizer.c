@@ -381,7 +381,7 @@ static laya_status load_merges(tok_vocab *v, const gguf_kv *mk, const int16_t *u
         return laya_err(err, errlen, LAYA_ERR_FORMAT, "tokenizer: %llu merges", (unsigned long long)nm);
     uint64_t cap = pow2_at_least(nm * 2 + 1), words = pow2_at_least(nm / 8 + 1);
     pair_map *m = &v->merges;
-    m->slots = laya_malloc(cap * sizeof *m->slots);
+    m->slots = laya_dense_alloc(cap * sizeof *m->slots);
     m->filter = laya_calloc(words, sizeof *m->filter);
     char *buf = laya_malloc(2 * MAX_TOKEN_BYTES + 2);
     if (!m->slots || !m->filter || !buf) {
@@ -502,7 +502,7 @@ laya_status tok_load(const gguf_file *f, tok_vocab **out, char *err, size_t errl
 
     /* token types and texts */
     v->type = laya_malloc((size_t)n);
-    v->key_off = laya_malloc(((size_t)n + 1) * sizeof *v->key_off);
+    v->key_off = laya_dense_alloc(((size_t)n + 1) * sizeof *v->key_off);
     if (!v->type || !v->key_off) goto nomem;
     uint64_t total = 0;
     gguf_str_iter it = gguf_arr_strs(tk);
@@ -524,7 +524,7 @@ laya_status tok_load(const gguf_file *f, tok_vocab **out, char *err, size_t errl
         goto fail;
     }
     /* Keys are never longer than the vocab strings (unmapping only shrinks), so `total` bounds both. */
-    v->key = laya_malloc(total ? total : 1);
+    v->key = laya_dense_alloc(total ? total : 1);
     if (!v->key) goto nomem;
     uint16_t b2u[256];
     int16_t u2b[324];
@@ -550,8 +550,8 @@ laya_status tok_load(const gguf_file *f, tok_vocab **out, char *err, size_t errl
         v->piece_off = v->key_off;
     } else {
         /* pieces: U+2581 -> ' ' (3 bytes -> 1), <0xXX> -> the byte, control text as is: never longer */
-        v->piece = laya_malloc(total ? total : 1);
-        v->piece_off = laya_malloc(((size_t)n + 1) * sizeof *v->piece_off);
+        v->piece = laya_dense_alloc(total ? total : 1);
+        v->piece_off = laya_dense_alloc(((size_t)n + 1) * sizeof *v->piece_off);
         if (!v->piece || !v->piece_off) goto nomem;
         uint32_t po = 0;
         for (int32_t i = 0; i < n; i++) {
@@ -581,7 +581,7 @@ laya_status tok_load(const gguf_file *f, tok_vocab **out, char *err, size_t errl
 
     /* key -> id map over the tokens BPE may produce */
     uint64_t cap = pow2_at_least((uint64_t)n * 2 + 1);
-    v->map.slots = laya_malloc(cap * sizeof *v->map.slots);
+    v->map.slots = laya_dense_alloc(cap * sizeof *v->map.slots);
     if (!v->map.slots) goto nomem;
     memset(v->map.slots, 0xFF, cap * sizeof *v->map.slots);
     v->map.mask = cap - 1;
