@@ -851,7 +851,7 @@ static laya_status decode(laya_context *c, laya_batch bt);
 /* A decode while the model's weights are being packed holds the packing threads off (lm_pack_hold). */
 laya_status laya_decode(laya_context *c, laya_batch bt) {
     if (!c) return LAYA_ERR_INVALID_ARG;
-    if ((c->packed = packed_now(c->m))) return decode(c, bt);
+    if ((c->packed = packed_now(c->m)) || !c->m->hold_ok) return decode(c, bt); /* packed, or nothing to pack */
     laya_model *m = (laya_model *)c->m; /* its packing's atomics only */
     lm_pack_hold(m, 1);
     laya_status st = decode(c, bt);

@@ -615,7 +615,7 @@ void lm_pack_hold(laya_model *m, int on) {
         atomic_fetch_add(&m->pack_hold, 1);
         return;
     }
-    int last = atomic_fetch_sub(&m->pack_hold, 1) == 1, first = !atomic_exchange(&m->pack_go, 1);
+    int last = atomic_fetch_sub(&m->pack_hold, 1) == 1, first = !atomic_load(&m->pack_go) && !atomic_exchange(&m->pack_go, 1);
     if (last || first) hold_wake(m);
 }
 
@@ -735,15 +735,6 @@ static struct pack_state *pack_prepare(laya_model *m) {
         return NULL;
     }
     m->pack_mu_ok = 1;
-    pthread_condattr_t ca;
-    if (pthread_mutex_init(&m->hold_mu, NULL) == 0) {
-        if (pthread_condattr_init(&ca) == 0) {
-            if (pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 && pthread_cond_init(&m->hold_cv, &ca) == 0)
-                m->hold_ok = 1;
-            pthread_condattr_destroy(&ca);
-        }
-        if (!m->hold_ok) pthread_mutex_destroy(&m->hold_mu);
-    }
     ps->m = m;
     ps->pieces = laya_malloc((size_t)npieces * sizeof *ps->pieces);
     void *map = ps->pieces ? mmap(NULL, (size_t)total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
@@ -755,6 +746,16 @@ static struct pack_state *pack_prepare(laya_model *m) {
 #ifdef MADV_HUGEPAGE
     madvise(map, (size_t)total, MADV_HUGEPAGE);
 #endif
+    /* the waits of pack_wait (without them the packing just does not wait) */
+    pthread_condattr_t ca;
+    if (pthread_mutex_init(&m->hold_mu, NULL) == 0) {
+        if (pthread_condattr_init(&ca) == 0) {
+            if (pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 && pthread_cond_init(&m->hold_cv, &ca) == 0)
+                m->hold_ok = 1;
+            pthread_condattr_destroy(&ca);
+        }
+        if (!m->hold_ok) pthread_mutex_destroy(&m->hold_mu);
+    }
     m->packed = map;
     m->packed_bytes = (size_t)total;
     size_t off = 0;
