@@ -111,17 +111,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const gguf_kv *a = NULL;
         if (gguf_get_arr(f, key, GGUF_ARR_ANY, &a) == LAYA_OK) {
             REQUIRE(a == kv && a->arr_type != GGUF_ARRAY);
+            gguf_str_iter it = gguf_arr_strs(a);
             for (uint64_t j = 0; j < a->arr_n; j++) {
                 if (a->arr_type == GGUF_STRING) {
-                    gguf_str e = gguf_arr_str(a, j);
-                    REQUIRE(e.p != NULL);
+                    gguf_str e = {NULL, 0};
+                    REQUIRE(gguf_str_next(&it, &e) && e.p != NULL);
                     inside(e.p, e.n);
                 } else {
                     double d = gguf_arr_num(a, j);
                     g_sink ^= (uint8_t)(d == d);
                 }
             }
-            REQUIRE(gguf_arr_str(a, a->arr_n).p == NULL);
+            gguf_str e;
+            REQUIRE(!gguf_str_next(&it, &e)); /* exactly arr_n strings (none for other types) */
         }
         free(key);
     }
