@@ -659,6 +659,7 @@ static void *pack_main(void *arg) {
     pthread_t th[7];
     int nt = 0;
     pack_wait(m, 1);
+    if (atomic_load(&m->pack_cancel)) return NULL; /* freed before the packing began */
     for (int t = 1; t < LAYA_MIN(m->n_threads, 8) && t * 8 < ps->n; t++)
         if (pthread_create(&th[nt], NULL, pack_worker, ps) == 0) nt++;
     pack_worker(ps);
