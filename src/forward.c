@@ -685,6 +685,8 @@ static void qkv_head(laya_context *c, const lm_layer *L, int il, int i, int seq,
  * there are too few tasks for the threads). The slice's scores against every cached key are one F32 matrix
  * product (the keys are the weight rows, the query heads the activation rows), so each key is read once
  * for all the heads of the slice; the values are then summed per head, each value row read once. */
+#define ATT_PF_MIN_ONE 256 /* positions from which a lone token's attention task asks for its keys and values up front */
+
 static void att_worker(void *arg, int chunk, int n_chunks, int tid) {
     att_job *j = arg;
     laya_context *c = j->c;
@@ -729,7 +731,12 @@ static void att_worker(void *arg, int chunk, int n_chunks, int tid) {
          * sequences' caches plus the weights pass through L3 every step): asking for all their lines at
          * once keeps many misses in flight, where the hardware prefetcher ramps up stream by stream. Typing
          * Q4_0 at B = 4, one thread: attention 0.210 -> 0.189 ms a step. */
-        {
+        /* One token's task over a short context is better off with the hardware prefetchers alone: typing
+         * Q4_0, B = 1, in one process, alternating (docs/PERFORMANCE-LOG.md, twenty-second session):
+         * without / with, 64 positions 0.2704 / 0.2775 ms, 128 0.2637 / 0.2689, 256 0.3268 / 0.3273, 400
+         * 0.3650 / 0.3583; at B = 4 they help already at 64 (0.6052 with, 0.6130 without) and much at 400
+         * (0.8209 / 0.8802). */
+        if (j->n > 1 || npos >= ATT_PF_MIN_ONE) {
             size_t kbytes = (size_t)((npos + 15) / 16) * kts * es, vbytes = (size_t)npos * hd * es;
             size_t k0 = (size_t)ns * hd * es; /* ns is a multiple of 16: the same for keys */
             /* Shared positions that the chunk's previous task read (the same KV head of the same storage:
