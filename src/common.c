@@ -33,12 +33,13 @@ void *laya_aligned_alloc(size_t align, size_t n) {
 
 void *laya_malloc(size_t n) { return laya_aligned_alloc(HDR, n); }
 
+#define HUGE_BYTES ((size_t)2 << 20) /* a transparent huge page on x86-64 and 4 KB-page arm64 */
+
 void *laya_dense_alloc(size_t n) {
-    const size_t huge = (size_t)2 << 20;
-    if (n < huge) return laya_malloc(n);
-    void *p = laya_aligned_alloc(huge, n);
+    if (n < HUGE_BYTES) return laya_malloc(n);
+    void *p = laya_aligned_alloc(HUGE_BYTES, n);
 #ifdef MADV_HUGEPAGE
-    if (p) madvise(p, n / huge * huge, MADV_HUGEPAGE); /* best effort: hook memory may refuse it */
+    if (p) madvise(p, n / HUGE_BYTES * HUGE_BYTES, MADV_HUGEPAGE); /* best effort: hook memory may refuse it */
 #endif
     return p;
 }
@@ -124,7 +125,7 @@ laya_status laya_map_file(const char *path, void **map, size_t *len, char *err, 
          * then costs about 20 page-table entries, not 9700: on a Zen 5 guest whose page-table updates go
          * through the hypervisor, 1.5 ms against 20-30 (docs/PERFORMANCE-LOG.md, twenty-second session).
          * Pages cached small (a file just written) stay small until the page cache drops them. */
-        if (sb.st_size >= (off_t)(2u << 20)) madvise(m, (size_t)sb.st_size, MADV_HUGEPAGE);
+        if ((uint64_t)sb.st_size >= HUGE_BYTES) madvise(m, (size_t)sb.st_size, MADV_HUGEPAGE);
 #endif
         *map = m;
         *len = (size_t)sb.st_size;

@@ -730,12 +730,11 @@ static void att_worker(void *arg, int chunk, int n_chunks, int tid) {
         /* The task's keys and values are sequential streams that are often out of cache (several
          * sequences' caches plus the weights pass through L3 every step): asking for all their lines at
          * once keeps many misses in flight, where the hardware prefetcher ramps up stream by stream. Typing
-         * Q4_0 at B = 4, one thread: attention 0.210 -> 0.189 ms a step. */
-        /* One token's task over a short context is better off with the hardware prefetchers alone: typing
-         * Q4_0, B = 1, in one process, alternating (docs/PERFORMANCE-LOG.md, twenty-second session):
-         * without / with, 64 positions 0.2704 / 0.2775 ms, 128 0.2637 / 0.2689, 256 0.3268 / 0.3273, 400
-         * 0.3650 / 0.3583; at B = 4 they help already at 64 (0.6052 with, 0.6130 without) and much at 400
-         * (0.8209 / 0.8802). */
+         * Q4_0 at B = 4, one thread: attention 0.210 -> 0.189 ms a step. A lone token's task over a short
+         * context is better off with the hardware prefetchers alone: typing Q4_0, B = 1, in one process,
+         * alternating (docs/PERFORMANCE-LOG.md, twenty-second session), without / with, 64 positions
+         * 0.2704 / 0.2775 ms, 128 0.2637 / 0.2689, 256 0.3268 / 0.3273, 400 0.3650 / 0.3583; at B = 4 they
+         * help already at 64 (0.6052 with, 0.6130 without) and much at 400 (0.8209 / 0.8802). */
         if (j->n > 1 || npos >= ATT_PF_MIN_ONE) {
             size_t kbytes = (size_t)((npos + 15) / 16) * kts * es, vbytes = (size_t)npos * hd * es;
             size_t k0 = (size_t)ns * hd * es; /* ns is a multiple of 16: the same for keys */
