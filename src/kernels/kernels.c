@@ -133,6 +133,19 @@ qt_half kn_q8_block_ref(const float *x, int8_t *qs, int *sum) {
     return b.d;
 }
 
+/* A group's scales, corrections and d * sum into the q8 split arrays: a loop of a fixed 16 on
+ * restrict pointers, which GCC 12 at -O2 makes SSE / NEON vector operations (the loop of 1 or 16 it
+ * replaces stayed scalar: a quarter of an AVX-512 row's time before that table got its own). The same
+ * arithmetic as one block's. Four rows of 512 or 1536 in L1, Zen 5, TSC cycles a block: AVX2 11.0-11.2
+ * -> 8.9-9.3, AVX-VNNI 12.8-13.5 -> 10.5-12.4. */
+static void split_put16(float *restrict ds, int32_t *restrict c4, int32_t *restrict c8, float *restrict dsum,
+                        const float *restrict dq, const int *restrict sums) {
+    for (int j = 0; j < 16; j++) {
+        ds[j] = dq[j];
+        c4[j] = -8 * sums[j], c8[j] = -128 * sums[j], dsum[j] = dq[j] * (float)sums[j];
+    }
+}
+
 int kn_q8_act_row(uint32_t wtype, const float *x, void *xq, int64_t K, kn_q8_block_fn blk, kn_q8_group_fn grp) {
     const int64_t nb = K / QK8_0;
     int sum, sums[16];
@@ -176,15 +189,13 @@ int kn_q8_act_row(uint32_t wtype, const float *x, void *xq, int64_t K, kn_q8_blo
     int32_t *c4 = (int32_t *)(ds + nb), *c8 = c4 + nb;
     float *dsum = (float *)(c8 + nb);
     for (int64_t i = 0; i < nb;) {
-        int n = 1;
         if (grp && nb - i >= 16 && grp(x + 32 * i, qs + 32 * i, QK8_0, d, dq, sums)) {
-            n = 16;
+            split_put16(ds + i, c4 + i, c8 + i, dsum + i, dq, sums);
+            i += 16;
         } else {
-            dq[0] = fp16_to_f32(blk(x + 32 * i, qs + 32 * i, &sums[0]));
-        }
-        for (int j = 0; j < n; j++, i++) {
-            ds[i] = dq[j];
-            c4[i] = -8 * sums[j], c8[i] = -128 * sums[j], dsum[i] = ds[i] * (float)sums[j];
+            ds[i] = fp16_to_f32(blk(x + 32 * i, qs + 32 * i, &sums[0]));
+            c4[i] = -8 * sums[0], c8[i] = -128 * sums[0], dsum[i] = ds[i] * (float)sums[0];
+            i++;
         }
     }
     return 1;
