@@ -15,6 +15,8 @@
  * 0.383 / 0.405; B = 4 0.613 / 0.643, 0.618 / 0.639; B = 8 1.132 / 1.200, 1.134 / 1.190; B = 1 0.260 /
  * 0.256, 0.250 / 0.258; 0.5B Q4_0 B = 4 (DRAM) 11.92 / 11.99, 11.98 / 11.89. */
 #define MM_OWN_B 8
+#define SPLIT_KINDS 16 /* mm_split's share tables */
+#define SPLIT_MAX_T 64 /* threads up to which passes split by learned shares (evenly beyond) */
 
 struct laya_context {
     const laya_model *m;
@@ -46,6 +48,9 @@ struct laya_context {
     size_t act_row_cap;
     uint64_t *act_job;  /* (n_threads, 8): the matmul pass whose rows thread t last quantized (MM_OWN_B) */
     uint64_t n_pass;    /* matmul passes so far */
+    /* Each thread's share of a matmul pass's rows (mm_split), learned from the passes' timings, per kind
+     * of pass (split_kind) */
+    double split[SPLIT_KINDS][SPLIT_MAX_T];
     float *scores;      /* (n_threads, n_head / n_head_kv, max_kv) attention scores */
     int32_t *pos;       /* (max_batch) position of each batch token */
     int32_t *logit_row; /* (max_batch) row in logits, or -1 */
@@ -162,6 +167,7 @@ laya_status laya_context_create(const laya_model *m, laya_context_params p, laya
     c->gate = alloc_f32(B, h->n_ff);
     c->up = alloc_f32(B, h->n_ff);
     c->act = alloc_f32(LAYA_MAX(B, (uint64_t)lp_n_threads(c->pool) * MM_OWN_B), (uint64_t)kmax);
+    fw_split_set(c, 1.0 / lp_n_threads(c->pool));
     c->act_job = laya_aligned_alloc(64, (size_t)lp_n_threads(c->pool) * 64);
     if (c->act_job) memset(c->act_job, 0, (size_t)lp_n_threads(c->pool) * 64);
     c->scores = alloc_f32((uint64_t)lp_n_threads(c->pool) * (uint64_t)(h->n_head / h->n_head_kv),
@@ -421,6 +427,8 @@ typedef struct mm_job {
     int pk;            /* the packed copies are used (packed_now) */
     uint32_t stream;   /* KN_STREAM where the packed set is larger than KN_STREAM_BYTES, else 0 */
     int falling;       /* chunks of falling sizes, several a thread (mm_edge) */
+    const double *cum; /* or one chunk a thread, thread t's rows from cum[t] to cum[t + 1] of each matrix
+                        * (fractions; mm_split), else mm_edge */
 } mm_job;
 
 /* First 16-row block of chunk c of n over nblk blocks. Once the weights are packed: one chunk per thread,
@@ -478,8 +486,9 @@ static void mm_worker(void *arg, int chunk, int n_chunks, int tid) {
         int64_t rows = j->w[i]->rows;
         /* Ranges in whole 16-row blocks keep them aligned for the kernels' row tiling. */
         int64_t nblk = (rows + 15) / 16;
-        int64_t r0 = mm_edge(nblk, chunk, n_chunks, j->falling) * 16;
-        int64_t r1 = LAYA_MIN(rows, mm_edge(nblk, chunk + 1, n_chunks, j->falling) * 16);
+        int64_t r0 = (j->cum ? (int64_t)(nblk * j->cum[chunk] + 0.5) : mm_edge(nblk, chunk, n_chunks, j->falling)) * 16;
+        int64_t r1 = LAYA_MIN(rows, (j->cum ? (int64_t)(nblk * j->cum[chunk + 1] + 0.5)
+                                            : mm_edge(nblk, chunk + 1, n_chunks, j->falling)) * 16);
         if (r0 >= r1) continue;
         const lm_mat *w = j->w[i];
         if (w->mlx_bits)
@@ -513,6 +522,55 @@ static void qkv_att_worker(void *arg, int chunk, int n_chunks, int tid) {
     qkv_att_job *j = arg;
     mm_worker(j->mm, chunk, n_chunks, tid);
     att_worker(j->att, chunk, n_chunks, tid);
+}
+
+/* The threads of a pass do not run at one speed: a vCPU of a shared machine gets less of its core for
+ * seconds at a time, a phone's or a hybrid laptop's cores differ, and then the others wait for the slow
+ * one at the end of every job. So each thread's share of a pass's rows follows its measured speed:
+ * after a timed pass (lp_last_busy: every fourth job) in which every thread ran its one chunk, each
+ * share moves a twentieth of the way toward its thread's part of the summed speeds (share / ns, ns from
+ * the job's publication, so that a worker's late start counts against it and the shares settle where the
+ * threads end together), within 0.6-1.4x an even share. A share table per kind of pass (split_kind: the
+ * first matrix's shape, how many matrices, B = 1 or more), since a short job's fixed costs (the wake-up,
+ * each thread's own quantization) weigh more than a long one's: one table for all cost the typing files'
+ * B = 1 steps 1-3 % in even minutes. The rows are whole 16-row blocks either way, and a matmul's outputs
+ * do not depend on its row range, so the results are the same bits. In one process, steps alternating
+ * (Zen 5 guest, medians; even / learned, ms): 0.5B Q4_0 B = 1 6.83 / 6.20, B = 4 9.14 / 9.12; typing
+ * Q4_0 B = 1 0.2011 / 0.2056, 0.2218 / 0.2215, B = 4 0.5254 / 0.5145, 0.5854 / 0.5771; in a minute of
+ * one slow vCPU, typing Q4_0 B = 1 0.2673 / 0.2552, B = 4 0.6668 / 0.6019
+ * (docs/PERFORMANCE-LOG.md, twenty-third session). */
+_Atomic int fw_split_adapt = 1;
+
+static void mm_split(const lp_pool *pool, double *share, int nt) {
+    const int64_t *ns;
+    const int *chunks;
+    if (!lp_last_busy(pool, &ns, &chunks)) return;
+    double speed[SPLIT_MAX_T], sum = 0;
+    for (int t = 0; t < nt; t++) {
+        if (chunks[t] != 1 || ns[t] <= 0) return;
+        sum += speed[t] = share[t] / (double)ns[t];
+    }
+    double tot = 0;
+    for (int t = 0; t < nt; t++) {
+        double v = share[t] + 0.05 * (speed[t] / sum - share[t]);
+        share[t] = LAYA_MIN(1.4 / nt, LAYA_MAX(0.6 / nt, v));
+        tot += share[t];
+    }
+    for (int t = 0; t < nt; t++) share[t] /= tot;
+}
+
+/* The share table of a pass: its first matrix's shape, its number of matrices and whether B > 1, hashed
+ * (kinds that meet share a table, which costs only how well each is fitted). */
+static int split_kind(const mm_job *j, int B) {
+    uint64_t k = ((uint64_t)j->w[0]->rows * 31 + (uint64_t)j->w[0]->cols) * 7 + (uint64_t)j->n;
+    return (int)(k % (SPLIT_KINDS / 2)) * 2 + (B > 1);
+}
+
+void fw_split_set(laya_context *c, double caller_share) {
+    const int nt = lp_n_threads(c->pool);
+    for (int k = 0; k < SPLIT_KINDS; k++)
+        for (int t = 0; t < nt && t < SPLIT_MAX_T; t++)
+            c->split[k][t] = nt == 1 ? 1.0 : t == 0 ? caller_share : (1.0 - caller_share) / (nt - 1);
 }
 
 /* y_i = x · W_iᵀ for the n matrices (all with the same type class and K; n <= 6, in runs of at most
@@ -569,7 +627,17 @@ static int matmul_pass(laya_context *c, int n, const lm_mat *const *w, float *co
         lp_run(c->pool, qkv_att_worker, &qa, n_chunks);
         return 1;
     }
+    const int nt = lp_n_threads(c->pool);
+    double cum[SPLIT_MAX_T + 1];
+    double *share = c->split[split_kind(&j, B)];
+    if (nt > 1 && nt <= SPLIT_MAX_T && !packing && atomic_load_explicit(&fw_split_adapt, memory_order_relaxed)) {
+        cum[0] = 0;
+        for (int t = 0; t < nt; t++) cum[t + 1] = cum[t] + share[t];
+        cum[nt] = 1.0;
+        j.cum = cum;
+    }
     lp_run(c->pool, mm_worker, &j, n_chunks);
+    if (j.cum) mm_split(c->pool, share, nt);
     return 0;
 }
 

@@ -25,5 +25,11 @@ void fw_profile_read(const laya_context *c, double ms[FP_N], int64_t *n_decodes)
 /* For tests: how many of sequence seq's first positions it reads from another sequence's storage
  * (forward.c, shared positions), and which one (*base, -1 if none). */
 int32_t fw_seq_shared(const laya_context *c, int32_t seq, int32_t *base);
+/* 1 (the default): matmul passes split their rows by the threads' measured speeds (forward.c mm_split);
+ * 0: evenly. For benchmarks and tests. */
+extern _Atomic int fw_split_adapt;
+/* For tests: every share table of c to the caller's thread taking caller_share of the rows (the others
+ * the rest, evenly), where mm_split then goes on from. */
+void fw_split_set(laya_context *c, double caller_share);
 
 #endif

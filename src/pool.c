@@ -31,7 +31,21 @@
 #define LOW(w) ((int)((w) & 0xffff))
 
 typedef struct { _Alignas(64) _Atomic uint64_t gen; } lp_home;  /* generation of the last claim of chunk t */
-typedef struct { _Alignas(64) _Atomic uint64_t word; } lp_done; /* gen << 16 | chunks thread t finished in it */
+typedef struct {
+    _Alignas(64) _Atomic uint64_t word; /* gen << 16 | chunks thread t finished in it */
+    _Atomic int64_t ns;                 /* in a timed job (LP_TIMED): the CLOCK_MONOTONIC ns at that */
+} lp_done;
+
+/* Every fourth job the threads time their part of it (lp_last_busy): a clock read a thread at the end of
+ * each chunk, and the caller's two; the worker's figure rides in the line that reports its chunks, which
+ * the caller reads anyway. */
+#define LP_TIMED(g) (((g) & 3) == 0)
+
+static inline int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 struct lp_pool {
     /* the job, written by the caller, read by the workers: fn and arg, then job (gen << 16 | chunk count),
@@ -52,6 +66,11 @@ struct lp_pool {
     lp_done *done; /* n of them; done[0] unused (the caller counts its own) */
     int prof;
     int64_t wait_ns;
+    /* the last job's timing, for the caller (lp_last_busy): whether it was timed, and each thread's ns
+     * and chunks */
+    int last_timed;
+    int64_t *last_ns;
+    int *last_chunks;
 };
 
 typedef struct { lp_pool *p; int tid; } worker_arg;
@@ -98,6 +117,7 @@ static void run_chunk(lp_pool *p, int c, int nc, int tid, uint64_t g, int *cnt) 
     lp_fn fn = atomic_load_explicit(&p->fn, memory_order_relaxed);
     fn(atomic_load_explicit(&p->arg, memory_order_relaxed), c, nc, tid);
     ++*cnt;
+    if (tid && LP_TIMED(g)) atomic_store_explicit(&p->done[tid].ns, now_ns(), memory_order_relaxed);
     if (tid) atomic_store_explicit(&p->done[tid].word, g << 16 | (uint64_t)*cnt, memory_order_release);
 }
 
@@ -164,10 +184,13 @@ laya_status lp_create(int n_threads, lp_pool **out) {
     pthread_cond_init(&p->cv, NULL);
     p->home = laya_aligned_alloc(64, (size_t)n_threads * sizeof(lp_home));
     p->done = laya_aligned_alloc(64, (size_t)n_threads * sizeof(lp_done));
-    if (!p->home || !p->done) { p->n = 1; lp_free(p); return LAYA_ERR_NOMEM; }
+    p->last_ns = laya_calloc((size_t)n_threads, sizeof *p->last_ns);
+    p->last_chunks = laya_calloc((size_t)n_threads, sizeof *p->last_chunks);
+    if (!p->home || !p->done || !p->last_ns || !p->last_chunks) { p->n = 1; lp_free(p); return LAYA_ERR_NOMEM; }
     for (int i = 0; i < n_threads; i++) {
         atomic_init(&p->home[i].gen, 0);
         atomic_init(&p->done[i].word, 0);
+        atomic_init(&p->done[i].ns, 0);
     }
     if (n_threads > 1) {
         p->threads = laya_calloc((size_t)n_threads, sizeof(pthread_t));
@@ -200,6 +223,8 @@ void lp_free(lp_pool *p) {
     laya_free(p->threads);
     laya_free(p->home);
     laya_free(p->done);
+    laya_free(p->last_ns);
+    laya_free(p->last_chunks);
     laya_free(p);
 }
 
@@ -213,6 +238,7 @@ void lp_run(lp_pool *p, lp_fn fn, void *arg, int n_chunks) {
     if (n_chunks < 1) return;
     if (n_chunks > LP_MAX_CHUNKS) n_chunks = LP_MAX_CHUNKS; /* callers size their chunks below this */
     if (p->n == 1 || n_chunks == 1) {
+        p->last_timed = 0;
         for (int c = 0; c < n_chunks; c++) fn(arg, c, n_chunks, 0);
         return;
     }
@@ -221,6 +247,7 @@ void lp_run(lp_pool *p, lp_fn fn, void *arg, int n_chunks) {
     atomic_store_explicit(&p->fn, fn, memory_order_relaxed);
     atomic_store_explicit(&p->arg, arg, memory_order_relaxed);
     const uint64_t job = g << 16 | (uint64_t)n_chunks;
+    const int64_t c0 = LP_TIMED(g) ? now_ns() : 0; /* every thread's time counts from here */
     atomic_store(&p->job, job); /* seq_cst: publishes the job, and pairs with the sleepers check below (Dekker) */
     if (atomic_load(&p->sleepers) > 0) {
         pthread_mutex_lock(&p->mu);
@@ -228,6 +255,7 @@ void lp_run(lp_pool *p, lp_fn fn, void *arg, int n_chunks) {
         pthread_mutex_unlock(&p->mu);
     }
     const int mine = work(p, job, 0);
+    if (c0) p->last_ns[0] = now_ns() - c0, p->last_chunks[0] = mine;
     struct timespec t0, t1;
     if (p->prof) clock_gettime(CLOCK_MONOTONIC, &t0);
     /* Chunks still running elsewhere: wait, yielding if the runner seems descheduled. */
@@ -243,6 +271,20 @@ void lp_run(lp_pool *p, lp_fn fn, void *arg, int n_chunks) {
         clock_gettime(CLOCK_MONOTONIC, &t1);
         p->wait_ns += (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
     }
+    p->last_timed = c0 != 0;
+    if (c0)
+        for (int t = 1; t < p->n; t++) { /* seen complete above with acquire order: ns was stored before */
+            const uint64_t w = atomic_load_explicit(&p->done[t].word, memory_order_acquire);
+            p->last_chunks[t] = GEN(w) == g ? LOW(w) : 0;
+            p->last_ns[t] = p->last_chunks[t] ? atomic_load_explicit(&p->done[t].ns, memory_order_relaxed) - c0 : 0;
+        }
+}
+
+int lp_last_busy(const lp_pool *p, const int64_t **ns, const int **chunks) {
+    if (!p->last_timed) return 0;
+    *ns = p->last_ns;
+    *chunks = p->last_chunks;
+    return 1;
 }
 
 void lp_profile(lp_pool *p, int on) {

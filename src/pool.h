@@ -25,6 +25,10 @@ void lp_run(lp_pool *p, lp_fn fn, void *arg, int n_chunks);
  * running, and how a job's chunks wait on a prologue they share (forward.c: activation rows that other
  * threads have claimed and not yet quantized). */
 void lp_wait_at_least(atomic_int *counter, int target);
+/* After lp_run, on the caller's thread: 1 when that job was timed (every fourth job of more than one chunk
+ * is), with each thread's nanoseconds from the job's publication to the end of its last chunk (ns[t]) and
+ * how many chunks it ran (chunks[t]), n_threads of each; 0 otherwise. */
+int lp_last_busy(const lp_pool *p, const int64_t **ns, const int **chunks);
 /* Profiling (fwprof.h): when on, lp_run adds the nanoseconds the caller waits for other threads. */
 void lp_profile(lp_pool *p, int on);
 int64_t lp_wait_ns(const lp_pool *p);

@@ -364,6 +364,51 @@ static void check_packed_same(laya_model *m) {
     laya_model_free(f);
 }
 
+/* Matmul passes split their rows by learned shares (forward.c mm_split): whatever the split, the same
+ * bits. Decode steps of one token and of four, with the shares even and not learning, then starting from
+ * a caller's share of 0.7 and 0.3 and learning; every logit must match. */
+static void check_split_same(laya_model *m) {
+    laya_model_wait_ready(m); /* packed weights: the passes that split by shares */
+    static const laya_token ids[] = {0, 4, 761, 6789, 3513, 1163, 1070, 103, 834, 427, 1023, 1164, 280, 77};
+    enum { N = sizeof ids / sizeof *ids, STEPS = 12, NB = 4 };
+    const int V = laya_n_vocab(m);
+    float *lg[3];
+    for (int k = 0; k < 3; k++) lg[k] = malloc((size_t)STEPS * NB * V * sizeof(float));
+    const double share[3] = {0.5, 0.7, 0.3};
+    for (int k = 0; k < 3 && lg[0] && lg[1] && lg[2]; k++) {
+        laya_context_params cp = laya_context_default_params();
+        cp.max_kv_size = 64, cp.max_batch = N, cp.max_logits = NB, cp.n_seq = NB;
+        laya_context *c = NULL;
+        char err[LAYA_ERR_MSG_MAX] = "";
+        laya_status st = laya_context_create(m, cp, &c, err, sizeof err);
+        CHECK(st == LAYA_OK, "context: %s", err);
+        if (st) break;
+        atomic_store(&fw_split_adapt, k > 0);
+        fw_split_set(c, share[k]);
+        int32_t seq[N] = {0};
+        st = laya_decode(c, (laya_batch){N - 2, ids, seq, NULL});
+        for (int b = 1; b < NB; b++) st = st ? st : laya_seq_fork(c, 0, b, N - 2);
+        for (int r = 0; st == LAYA_OK && r < STEPS; r++) {
+            const int nb = r % 2 ? NB : 1; /* B = 1 and B = 4 steps, each learning its own shares */
+            laya_token t[NB];
+            int32_t sq[NB];
+            for (int b = 0; b < nb; b++) t[b] = ids[(r + 3 * b) % N], sq[b] = b;
+            st = laya_decode(c, (laya_batch){nb, t, sq, NULL});
+            for (int b = 0; st == LAYA_OK && b < nb; b++)
+                memcpy(lg[k] + ((size_t)r * NB + b) * V, laya_get_logits(c, b), (size_t)V * sizeof(float));
+        }
+        CHECK(st == LAYA_OK, "split shares %.1f: decode: %s", share[k], laya_context_error(c));
+        laya_context_free(c);
+    }
+    atomic_store(&fw_split_adapt, 1);
+    for (int k = 1; k < 3 && lg[0] && lg[1] && lg[2]; k++)
+        for (int r = 0; r < STEPS; r++)
+            for (int b = 0; b < (r % 2 ? NB : 1); b++)
+                CHECK(!memcmp(lg[0] + ((size_t)r * NB + b) * V, lg[k] + ((size_t)r * NB + b) * V, (size_t)V * sizeof(float)),
+                      "step %d row %d: logits with the caller's share from %.1f differ from an even split", r, b, share[k]);
+    for (int k = 0; k < 3; k++) free(lg[k]);
+}
+
 /* The packing waits for the decodes under way (model.c pack_wait), a bounded time each: decodes that
  * never pause for it still let it finish, and their logits stay the file's bits. */
 static void check_pack_under_load(void) {
@@ -693,6 +738,7 @@ int main(void) {
     check_shared_kv(m, LAYA_KV_F16);
     check_kv_f16(m);
     check_packed_same(m);
+    check_split_same(m);
     check_pack_race();
     check_pack_under_load();
     check_pack_views();
