@@ -536,9 +536,10 @@ static void qkv_att_worker(void *arg, int chunk, int n_chunks, int tid) {
  * B = 1 steps 1-3 % in even minutes. The rows are whole 16-row blocks either way, and a matmul's outputs
  * do not depend on its row range, so the results are the same bits. In one process, steps alternating
  * (Zen 5 guest, medians; even / learned, ms): 0.5B Q4_0 B = 1 6.83 / 6.20, B = 4 9.14 / 9.12; typing
- * Q4_0 B = 1 0.2011 / 0.2056, 0.2218 / 0.2215, 0.2643 / 0.2455, B = 4 0.5254 / 0.5145, 0.5854 / 0.5771,
- * 0.5540 / 0.5546; in a minute of one slow vCPU, typing Q4_0 B = 1 0.2673 / 0.2552, B = 4 0.6668 /
- * 0.6019 (docs/PERFORMANCE-LOG.md, twenty-third session). */
+ * Q4_0 B = 1 0.2011 / 0.2056, 0.2218 / 0.2215, 0.2643 / 0.2455, 0.2367 / 0.2438, B = 4 0.5254 / 0.5145,
+ * 0.5854 / 0.5771, 0.5540 / 0.5546, 0.5386 / 0.5247 (within the noise either way); in a minute of one
+ * slow vCPU, typing Q4_0 B = 1 0.2673 / 0.2552, B = 4 0.6668 / 0.6019 (docs/PERFORMANCE-LOG.md,
+ * twenty-third session). */
 _Atomic int fw_split_adapt = 1;
 
 static void mm_split(const lp_pool *pool, double *share, int nt) {
