@@ -532,8 +532,8 @@ static void qkv_att_worker(void *arg, int chunk, int n_chunks, int tid) {
  * the job's publication, so that a worker's late start counts against it and the shares settle where the
  * threads end together), within 0.6-1.4x an even share. A share table per kind of pass (split_kind: the
  * first matrix's shape, how many matrices, B = 1 or more), since a short job's fixed costs (the wake-up,
- * each thread's own quantization) weigh more than a long one's: one table for all cost the typing files'
- * B = 1 steps 1-3 % in even minutes. The rows are whole 16-row blocks either way, and a matmul's outputs
+ * each thread's own quantization) weigh more than a long one's (one table for all ran the typing files'
+ * B = 1 steps 1-3 % slower in two even rounds, within their noise). The rows are whole 16-row blocks either way, and a matmul's outputs
  * do not depend on its row range, so the results are the same bits. In one process, steps alternating
  * (Zen 5 guest, medians; even / learned, ms): 0.5B Q4_0 B = 1 6.83 / 6.20, B = 4 9.14 / 9.12; typing
  * Q4_0 B = 1 0.2011 / 0.2056, 0.2218 / 0.2215, 0.2643 / 0.2455, 0.2367 / 0.2438, B = 4 0.5254 / 0.5145,
