@@ -15,7 +15,7 @@
  * 0.383 / 0.405; B = 4 0.613 / 0.643, 0.618 / 0.639; B = 8 1.132 / 1.200, 1.134 / 1.190; B = 1 0.260 /
  * 0.256, 0.250 / 0.258; 0.5B Q4_0 B = 4 (DRAM) 11.92 / 11.99, 11.98 / 11.89. */
 #define MM_OWN_B 8
-#define SPLIT_KINDS 16 /* mm_split's share tables */
+#define SPLIT_KINDS 24 /* mm_split's share tables: 8 hashes of the matrices x 3 batch classes */
 #define SPLIT_MAX_T 64 /* threads up to which passes split by learned shares (evenly beyond) */
 
 struct laya_context {
@@ -531,7 +531,7 @@ static void qkv_att_worker(void *arg, int chunk, int n_chunks, int tid) {
  * share moves a twentieth of the way toward its thread's part of the summed speeds (share / ns, ns from
  * the job's publication, so that a worker's late start counts against it and the shares settle where the
  * threads end together), within 0.6-1.4x an even share. A share table per kind of pass (split_kind: the
- * first matrix's shape, how many matrices, B = 1 or more), since a short job's fixed costs (the wake-up,
+ * first matrix's shape, how many matrices, one row, a decode step's few or a prompt's), since a short job's fixed costs (the wake-up,
  * each thread's own quantization) weigh more than a long one's (one table for all ran the typing files'
  * B = 1 steps 1-3 % slower in two even rounds, within their noise). The rows are whole 16-row blocks either way, and a matmul's outputs
  * do not depend on its row range, so the results are the same bits. In one process, steps alternating
@@ -560,11 +560,12 @@ static void mm_split(const lp_pool *pool, double *share, int nt) {
     for (int t = 0; t < nt; t++) share[t] /= tot;
 }
 
-/* The share table of a pass: its first matrix's shape, its number of matrices and whether B > 1, hashed
- * (kinds that meet share a table, which costs only how well each is fitted). */
+/* The share table of a pass: its first matrix's shape and its number of matrices, hashed (kinds that
+ * meet share a table, which costs only how well each is fitted), and its batch: one token, a decode step
+ * of several (B <= MM_OWN_B, each thread quantizing all rows), or a prompt's rows. */
 static int split_kind(const mm_job *j, int B) {
     uint64_t k = ((uint64_t)j->w[0]->rows * 31 + (uint64_t)j->w[0]->cols) * 7 + (uint64_t)j->n;
-    return (int)(k % (SPLIT_KINDS / 2)) * 2 + (B > 1);
+    return (int)(k % (SPLIT_KINDS / 3)) * 3 + (B > 1) + (B > MM_OWN_B);
 }
 
 void fw_split_set(laya_context *c, double caller_share) {
