@@ -470,6 +470,11 @@ static void mm_quantize(mm_job *j) {
     lp_wait_at_least(&j->qdone, j->B);
 }
 
+/* First 16-row block of the job's chunk c: by the learned shares (cum) or mm_edge. */
+static inline int64_t mm_first(const mm_job *j, int64_t nblk, int c, int n) {
+    return j->cum ? (int64_t)(nblk * j->cum[c] + 0.5) : mm_edge(nblk, c, n, j->falling);
+}
+
 static void mm_worker(void *arg, int chunk, int n_chunks, int tid) {
     mm_job *j = arg;
     void *act = j->act;
@@ -486,9 +491,8 @@ static void mm_worker(void *arg, int chunk, int n_chunks, int tid) {
         int64_t rows = j->w[i]->rows;
         /* Ranges in whole 16-row blocks keep them aligned for the kernels' row tiling. */
         int64_t nblk = (rows + 15) / 16;
-        int64_t r0 = (j->cum ? (int64_t)(nblk * j->cum[chunk] + 0.5) : mm_edge(nblk, chunk, n_chunks, j->falling)) * 16;
-        int64_t r1 = LAYA_MIN(rows, (j->cum ? (int64_t)(nblk * j->cum[chunk + 1] + 0.5)
-                                            : mm_edge(nblk, chunk + 1, n_chunks, j->falling)) * 16);
+        int64_t r0 = mm_first(j, nblk, chunk, n_chunks) * 16;
+        int64_t r1 = LAYA_MIN(rows, mm_first(j, nblk, chunk + 1, n_chunks) * 16);
         if (r0 >= r1) continue;
         const lm_mat *w = j->w[i];
         if (w->mlx_bits)
@@ -525,21 +529,22 @@ static void qkv_att_worker(void *arg, int chunk, int n_chunks, int tid) {
 }
 
 /* The threads of a pass do not run at one speed: a vCPU of a shared machine gets less of its core for
- * seconds at a time, a phone's or a hybrid laptop's cores differ, and then the others wait for the slow
- * one at the end of every job. So each thread's share of a pass's rows follows its measured speed:
- * after a timed pass (lp_last_busy: every fourth job) in which every thread ran its one chunk, each
- * share moves a twentieth of the way toward its thread's part of the summed speeds (share / ns, ns from
- * the job's publication, so that a worker's late start counts against it and the shares settle where the
- * threads end together), within 0.6-1.4x an even share. A share table per kind of pass (split_kind: the
- * first matrix's shape, how many matrices, one row, a decode step's few or a prompt's), since a short job's fixed costs (the wake-up,
- * each thread's own quantization) weigh more than a long one's (one table for all ran the typing files'
- * B = 1 steps 1-3 % slower in two even rounds, within their noise). The rows are whole 16-row blocks either way, and a matmul's outputs
- * do not depend on its row range, so the results are the same bits. In one process, steps alternating
- * (Zen 5 guest, medians; even / learned, ms): 0.5B Q4_0 B = 1 6.83 / 6.20, B = 4 9.14 / 9.12; typing
- * Q4_0 B = 1 0.2011 / 0.2056, 0.2218 / 0.2215, 0.2643 / 0.2455, 0.2367 / 0.2438, B = 4 0.5254 / 0.5145,
- * 0.5854 / 0.5771, 0.5540 / 0.5546, 0.5386 / 0.5247 (within the noise either way); in a minute of one
- * slow vCPU, typing Q4_0 B = 1 0.2673 / 0.2552, B = 4 0.6668 / 0.6019 (docs/PERFORMANCE-LOG.md,
- * twenty-third session). */
+ * seconds at a time, a phone's or a hybrid laptop's cores differ, and then the others wait for the slow one
+ * at the end of every job. So each thread's share of a pass's rows follows its measured speed: after a
+ * timed pass (lp_last_busy: every fourth job) in which every thread ran its one chunk, each share moves a
+ * twentieth of the way toward its thread's part of the summed speeds (share / ns, ns from the job's
+ * publication, so that a worker's late start counts against it and the shares settle where the threads end
+ * together), within 0.6-1.4x an even share. A share table per kind of pass (split_kind: the first matrix's
+ * shape, how many matrices, one row, a decode step's few or a prompt's), since a short job's fixed costs
+ * (the wake-up, each thread's own quantization) weigh more than a long one's (one table for all ran the
+ * typing files' B = 1 steps 1-3 % slower in two even rounds, within their noise). The rows are whole 16-row
+ * blocks either way, and a matmul's outputs do not depend on its row range, so the results are the same
+ * bits. In one process, steps alternating (Zen 5 guest, medians; even / learned, ms): 0.5B Q4_0 B = 1 6.83
+ * / 6.20, B = 4 9.14 / 9.12; typing Q4_0 B = 1 0.2011 / 0.2056, 0.2218 / 0.2215, 0.2643 / 0.2455, 0.2367 /
+ * 0.2438, B = 4 0.5254 / 0.5145, 0.5854 / 0.5771, 0.5540 / 0.5546, 0.5386 / 0.5247 (within the noise either
+ * way); in a minute of one slow vCPU, typing Q4_0 B = 1 0.2673 / 0.2552, B = 4 0.6668 / 0.6019
+ * (docs/PERFORMANCE-LOG.md, twenty-third session).
+ */
 _Atomic int fw_split_adapt = 1;
 
 static void mm_split(const lp_pool *pool, double *share, int nt) {
@@ -630,16 +635,16 @@ static int matmul_pass(laya_context *c, int n, const lm_mat *const *w, float *co
         return 1;
     }
     const int nt = lp_n_threads(c->pool);
-    double cum[SPLIT_MAX_T + 1];
-    double *share = c->split[split_kind(&j, B)];
+    double cum[SPLIT_MAX_T + 1], *share = NULL;
     if (nt > 1 && nt <= SPLIT_MAX_T && !packing && atomic_load_explicit(&fw_split_adapt, memory_order_relaxed)) {
+        share = c->split[split_kind(&j, B)];
         cum[0] = 0;
         for (int t = 0; t < nt; t++) cum[t + 1] = cum[t] + share[t];
         cum[nt] = 1.0;
         j.cum = cum;
     }
     lp_run(c->pool, mm_worker, &j, n_chunks);
-    if (j.cum) mm_split(c->pool, share, nt);
+    if (share) mm_split(c->pool, share, nt);
     return 0;
 }
 

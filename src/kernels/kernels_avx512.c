@@ -53,6 +53,9 @@ INLINE void put(float *p, float v, int add) { *p = add ? *p + v : v; }
 
 /* ---------------------------------------------------------------- activation quantization */
 
+/* Element order back from lane-wise packs: 32-bit word w of the result is word (w % 4) * 4 + w / 4 */
+static const int32_t g_unperm[16] __attribute__((aligned(64))) = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
+
 INLINE float amax16(__m512 a, __m512 b) { return _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(a), _mm512_abs_ps(b))); }
 
 /* Same arithmetic as the reference (d = amax / 127, q = round_even(x * (1 / d))), so the bytes match;
@@ -111,7 +114,7 @@ RED16(red16_add, add_epi32_as_ps)
  * block for a P16 Q4_0 row of 1536 on a Zen 4 (docs/PERFORMANCE-LOG.md, tenth session). Declines a group whose amax is not finite: the fp16 conversion of
  * a NaN would keep payload bits the reference's does not, and one with a scale whose inverse overflows
  * (kn_q8_block_ref). */
-INLINE int q8_grp16(const float *x, int8_t *qs, size_t stride, qt_half d16[16], __m512 *dqv, __m512i *sumv) {
+static int q8_group_fn(const float *x, int8_t *qs, size_t stride, qt_half d16[16], float dq[16], int sum[16]) {
     __m512 m[16];
 #pragma GCC unroll 16
     for (int j = 0; j < 16; j++)
@@ -123,14 +126,14 @@ INLINE int q8_grp16(const float *x, int8_t *qs, size_t stride, qt_half d16[16], 
     if (_mm512_cmp_ps_mask(id, _mm512_set1_ps(INFINITY), _CMP_EQ_OQ)) return 0; /* kn_q8_block_ref's case */
     /* the conversion the reference's f32_to_fp16 does for finite input: round to nearest even */
     __m256i h = _mm512_cvtps_ph(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    if (d16) _mm256_storeu_si256((__m256i *)d16, h);
-    *dqv = _mm512_cvtph_ps(h);
+    _mm256_storeu_si256((__m256i *)d16, h);
+    _mm512_storeu_ps(dq, _mm512_cvtph_ps(h));
     /* Two blocks at a time: the four vectors of int32 packed to 64 bytes with two saturating packs (lane
      * l of the result holds elements 4l.. of each vector in turn) and one permute back to element order,
      * where four vpmovsdb and four stores were. The packs saturate as vpmovsdb does; the values are in
      * [-127, 127] anyway (q8_round; a finite x * (1 / d) never rounds past 127), so each block's sum is
      * that of its int32 values. */
-    const __m512i unperm = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    const __m512i unperm = _mm512_load_si512((const void *)g_unperm);
     __m512 sv[16];
 #pragma GCC unroll 8
     for (int j = 0; j < 16; j += 2) {
@@ -145,60 +148,16 @@ INLINE int q8_grp16(const float *x, int8_t *qs, size_t stride, qt_half d16[16], 
             _mm256_storeu_si256((__m256i *)o, _mm512_castsi512_si256(b));
             _mm256_storeu_si256((__m256i *)(o + stride), _mm512_extracti64x4_epi64(b, 1));
         }
-        if (sumv) {
+        if (sum) {
             sv[j] = _mm512_castsi512_ps(_mm512_add_epi32(q0, q1));
             sv[j + 1] = _mm512_castsi512_ps(_mm512_add_epi32(q2, q3));
         }
     }
-    if (sumv) *sumv = _mm512_castps_si512(red16_add(sv));
-    return 1;
-}
-
-static int q8_group_fn(const float *x, int8_t *qs, size_t stride, qt_half d16[16], float dq[16], int sum[16]) {
-    __m512 dqv;
-    __m512i sv;
-    if (!q8_grp16(x, qs, stride, d16, &dqv, sum ? &sv : NULL)) return 0;
-    _mm512_storeu_ps(dq, dqv);
-    if (sum) _mm512_storeu_si512(sum, sv);
-    return 1;
-}
-
-/* A row in the q8 split format (kernels.h) with each group's scales, corrections and d * sum stored as
- * vectors: kn_q8_act_row's scalar loop over them was a quarter of a row's time. The same values, in the
- * same order of blocks and groups, so the same bits. With the packs in q8_grp16, four rows of 512 or
- * 1536 in L1 on a Zen 5: 6.3-7.2 against 11.5-13.6 TSC cycles a block; typing Q4_0 in one process, steps
- * alternating, B = 4 0.5310 -> 0.5213 and 0.5230 -> 0.5127 ms, B = 1 0.2220 -> 0.2216 and 0.2371 ->
- * 0.2350 (the activations are quantized by both threads in every job). Returns 0 for the formats it
- * does not write. */
-static int q8_split_row(uint32_t wtype, const float *x, void *xq, int64_t K) {
-    const uint32_t src = kn_p16_source(wtype);
-    if (!src || src == QT_Q4_K || src == QT_Q6_K || K % QK8_0) return 0;
-    const int64_t nb = K / QK8_0;
-    int8_t *qs = xq;
-    float *ds = (float *)(qs + nb * QK8_0);
-    int32_t *c4 = (int32_t *)(ds + nb), *c8 = c4 + nb;
-    float *dsum = (float *)(c8 + nb);
-    for (int64_t i = 0; i < nb;) {
-        __m512 dq;
-        __m512i sv;
-        if (nb - i >= 16 && q8_grp16(x + 32 * i, qs + 32 * i, QK8_0, NULL, &dq, &sv)) {
-            _mm512_storeu_ps(ds + i, dq);
-            _mm512_storeu_si512((void *)(c4 + i), _mm512_mullo_epi32(sv, _mm512_set1_epi32(-8)));
-            _mm512_storeu_si512((void *)(c8 + i), _mm512_mullo_epi32(sv, _mm512_set1_epi32(-128)));
-            _mm512_storeu_ps(dsum + i, _mm512_mul_ps(dq, _mm512_cvtepi32_ps(sv)));
-            i += 16;
-        } else {
-            int sum;
-            ds[i] = fp16_to_f32(q8_block(x + 32 * i, qs + 32 * i, &sum));
-            c4[i] = -8 * sum, c8[i] = -128 * sum, dsum[i] = ds[i] * (float)sum;
-            i++;
-        }
-    }
+    if (sum) _mm512_storeu_si512(sum, _mm512_castps_si512(red16_add(sv)));
     return 1;
 }
 
 static void avx512_quantize_act(uint32_t wtype, const float *x, void *xq, int64_t K) {
-    if (q8_split_row(wtype, x, xq, K)) return;
     if (kn_q8_act_row(wtype, x, xq, K, q8_block_fn, q8_group_fn)) return;
     switch (wtype) {
     case QT_Q2_K:
@@ -787,7 +746,6 @@ __attribute__((noinline)) static void mm_q8_panel(uint32_t wt, const uint8_t *W,
 #define RL_KC 192 /* blocks per K chunk (K up to 6144 per pass): scales and corrections 1.5 KB per row */
 #define RL_B 8    /* activation rows per register tile: even and odd chains, 16 vectors */
 
-static const int32_t g_rl_unperm[16] __attribute__((aligned(64))) = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
 
 /* In-lane 4x4 transpose of dwords: x[g] 128-bit lane j dword u -> x[u] 128-bit lane j dword g. */
 INLINE void tr4x4(__m512i x[4]) {
@@ -861,7 +819,7 @@ INLINE void rl_tile(uint32_t wt, int nb, const uint8_t *W, const uint8_t *next, 
                     size_t arb, int64_t k0, int64_t nk, const float (*da)[RL_KC], const int32_t (*corr)[RL_KC],
                     __m512 *run) {
     const size_t bsz = wt == QT_Q8_0 ? sizeof(block_q8_0) : sizeof(block_q4_0);
-    const __m512i unperm = _mm512_load_si512((const void *)g_rl_unperm);
+    const __m512i unperm = _mm512_load_si512((const void *)g_unperm);
     for (int64_t c0 = 0; c0 < nk; c0 += PKB) {
         int64_t c1 = LAYA_MIN(nk, c0 + PKB);
         __m512 ev[RL_B], od[RL_B];
