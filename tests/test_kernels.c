@@ -660,9 +660,10 @@ static void check_p16(uint32_t type, int64_t K, int64_t N, int B) {
         else
             CHECK(invariance_bad(ys, y1, B, N) == 0, "%s %s K=%lld B=%d: not the %s table's bits", k->name,
                   qt_get(type)->name, (long long)K, B, first->name);
-        for (int split = 0; split < 4; split++) { /* split 3: the ranges of split 1 with the KN_STREAM hint */
+        /* splits 3-5: those of 0-2 with the KN_STREAM hint (the AVX-512 kernel's two-panel tiles) */
+        for (int split = 0; split < 6; split++) {
             for (size_t i = 0; i < (size_t)B * (size_t)N; i++) yp[i] = SENTINEL;
-            ranges_call(k, split == 3 ? pt | KN_STREAM : pt, P, 0, pact, prb, B, K, N, split == 3 ? 1 : split, yp);
+            ranges_call(k, split >= 3 ? pt | KN_STREAM : pt, P, 0, pact, prb, B, K, N, split % 3, yp);
             int bad = invariance_bad(yp, ys, B, N);
             CHECK(bad == 0, "%s P16 %s K=%lld N=%lld B=%d (split %d): %d of %d outputs differ from the source matrix's",
                   k->name, qt_get(type)->name, (long long)K, (long long)N, B, split, bad, B * (int)N);

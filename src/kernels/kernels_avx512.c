@@ -1594,6 +1594,123 @@ INLINE void p16k_tile_nb(uint32_t pt, int nb, const uint8_t *P, int64_t nsb, con
     }
 }
 
+#ifndef P2_SH
+#define P2_SH 0
+#endif
+/* Two panels at a time, for a set streamed from DRAM (KN_STREAM) at B <= 4: block i of two adjacent Q4_0 or
+ * Q8_0 panels (P and P + pb) against nb activation rows, each activation word broadcast once for both
+ * panels' vpdpbusd. ch[j] takes panel j's float steps, those of p16_block, so the bits are the same. Two
+ * streams a thread instead of one keep more lines on their way from DRAM: in one process, alternating
+ * with the one-panel tile every 20 steps (Zen 5, 2 threads, medians, ms): 0.5B Q4_0 B = 1 6.77 / 5.96,
+ * 6.18 / 5.65, 7.98 / 7.34, 8.13 / 7.47; B = 4 8.80 / 6.91, 8.64 / 6.47; 0.5B Q8_0 B = 1 12.61 / 10.82,
+ * 12.51 / 11.00; B = 4 12.29 / 11.55, 12.20 / 11.72. Where the set is served from L3 it is not faster
+ * (typing Q4_0 B = 1 0.258 / 0.283, B = 2 0.288 / 0.294, B = 3 0.392 / 0.376, B = 4 0.528 / 0.536), nor
+ * were four panels at B = 1 (0.5B Q4_0 6.37 against two panels' 5.65-5.96), nor B = 8 as two four-row
+ * tiles over each pair (0.5B Q4_0 11.0 / 11.6-12.0, Q8_0 13.3-13.7 / 15.5-15.8 with the eight-row tile's
+ * one panel). Alone, one thread, cycles a
+ * panel block at B = 4: Q4_0 512 x 512 (L2) 17.5 -> 16.0, 65536 x 896 (DRAM) 26.3 -> 23.4; Q8_0 512 x 512
+ * 22.4 -> 18.0, 65536 x 896 45.2 -> 41.7. The software prefetch of each panel goes on past its end to
+ * the panel two on, the next one that stream reads: without that (each at P16_PF ahead, into the other
+ * panel) 65536 x 896 took 44.0 cycles against the one-panel tile's 29.9. */
+INLINE void p16_block2(uint32_t pt, int nb, const uint8_t *P, size_t pb, int64_t i, const p16_act *A, size_t pf2,
+                       __m512 (*ch)[4]) {
+    const int qv = p16_qv(pt);
+    const size_t o = kn_p16_q_at(qv, 0, i), span = (size_t)qv * 64 + ((i & 1) ? 64 : 0);
+    /* each panel's stream goes on two panels later: an address past the panel's end skips the other's */
+    const size_t a1 = o + P16_PF + (o + P16_PF) / pb * pb;
+#pragma GCC unroll 2
+    for (int j = 0; j < 2; j++)
+#pragma GCC unroll 8
+        for (size_t q = 0; q < span; q += 64) _mm_prefetch((const char *)P + a1 + j * pb + q, _MM_HINT_T0);
+    if (pf2) {
+        const size_t a2 = o + pf2 + (o + pf2) / pb * pb;
+#pragma GCC unroll 2
+        for (int j = 0; j < 2; j++)
+#pragma GCC unroll 8
+            for (size_t q = 0; q < span; q += 64) _mm_prefetch((const char *)P + a2 + j * pb + q, _MM_HINT_T1);
+    }
+    const __m512i m4 = _mm512_set1_epi8(15);
+    __m512i s[2][4];
+#pragma GCC unroll 4
+    for (int b = 0; b < nb; b++) {
+        const __m512i c = _mm512_set1_epi32(A->ca[b][i]);
+        s[0][b] = s[1][b] = c;
+    }
+    /* w[t] is elements 4t.. (p16_block): Q4_0's x_t gives t (low nibbles) and 4 + t (high) */
+#pragma GCC unroll 8
+    for (int t = 0; t < qv; t++) {
+        __m512i w[2][2];
+        const int nw = qv == 4 ? 2 : 1, tw[2] = {t, qv == 4 ? 4 + t : t};
+#pragma GCC unroll 2
+        for (int j = 0; j < 2; j++) {
+            const __m512i x = _mm512_load_si512((const void *)(P + o + j * pb + 64 * t));
+            if (qv == 4) w[j][0] = _mm512_and_si512(x, m4), w[j][1] = _mm512_and_si512(_mm512_srli_epi16(x, 4), m4);
+            else w[j][0] = x;
+        }
+#pragma GCC unroll 4
+        for (int b = 0; b < nb; b++) {
+            const uint8_t *qs = A->qa[b] + (size_t)i * 32;
+#pragma GCC unroll 2
+            for (int k = 0; k < nw; k++) {
+                int32_t word;
+                memcpy(&word, qs + 4 * tw[k], 4);
+                const __m512i bc = _mm512_set1_epi32(word);
+                s[0][b] = _mm512_dpbusd_epi32(s[0][b], w[0][k], bc);
+                s[1][b] = _mm512_dpbusd_epi32(s[1][b], w[1][k], bc);
+            }
+        }
+    }
+#pragma GCC unroll 2
+    for (int j = 0; j < 2; j++) {
+        const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(P + kn_p16_s_at(qv, 0, i) + j * pb)));
+#pragma GCC unroll 4
+        for (int b = 0; b < nb; b++)
+            ch[j][b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[j][b]), _mm512_mul_ps(dw, _mm512_set1_ps(A->da[b][i])), ch[j][b]);
+    }
+}
+
+/* p16_tile for two adjacent panels at once (nb <= 4): run[j] gets panel j's sums. */
+INLINE void p16_tile2(uint32_t pt, int nb, const uint8_t *P, size_t pb, int64_t nbk, const uint8_t *act, size_t arb,
+                      size_t pf2, __m512 (*run)[4]) {
+    p16_act A;
+#pragma GCC unroll 4
+    for (int b = 0; b < nb; b++) {
+        A.qa[b] = act + (size_t)b * arb;
+        A.da[b] = (const float *)(A.qa[b] + nbk * 32);
+        A.ca[b] = (const int32_t *)(A.da[b] + nbk) + (pt == KN_P16_Q8_0 ? nbk : 0);
+        run[0][b] = run[1][b] = _mm512_setzero_ps();
+    }
+    for (int64_t c0 = 0; c0 < nbk; c0 += PKB) {
+        const int64_t c1 = LAYA_MIN(nbk, c0 + PKB);
+        __m512 ev[2][4], od[2][4];
+#pragma GCC unroll 4
+        for (int b = 0; b < nb; b++) ev[0][b] = od[0][b] = ev[1][b] = od[1][b] = _mm512_setzero_ps();
+        int64_t i = c0;
+        for (; i + 1 < c1; i += 2) {
+            p16_block2(pt, nb, P, pb, i, &A, pf2, ev);
+            p16_block2(pt, nb, P, pb, i + 1, &A, pf2, od);
+        }
+        if (i < c1) p16_block2(pt, nb, P, pb, i, &A, pf2, ev);
+#pragma GCC unroll 2
+        for (int j = 0; j < 2; j++)
+#pragma GCC unroll 4
+            for (int b = 0; b < nb; b++) run[j][b] = _mm512_add_ps(run[j][b], _mm512_add_ps(ev[j][b], od[j][b]));
+    }
+}
+
+__attribute__((noinline)) static void p16_tile2_nb(uint32_t pt, int nb, const uint8_t *P, size_t pb, int64_t nbk,
+                                                   const uint8_t *act, size_t arb, size_t pf2, __m512 (*run)[4]) {
+#define T2(t)                                                                                                          \
+    switch (nb) {                                                                                                      \
+    case 1: p16_tile2(t, 1, P, pb, nbk, act, arb, pf2, run); break;                                                    \
+    case 2: p16_tile2(t, 2, P, pb, nbk, act, arb, pf2, run); break;                                                    \
+    case 3: p16_tile2(t, 3, P, pb, nbk, act, arb, pf2, run); break;                                                    \
+    default: p16_tile2(t, 4, P, pb, nbk, act, arb, pf2, run); break;                                                   \
+    }
+    if (pt == KN_P16_Q8_0) { T2(KN_P16_Q8_0) } else { T2(KN_P16_Q4_0) }
+#undef T2
+}
+
 /* Stores a tile's sums, rows [lo, hi) of the panel at row 16p, onto y's values with `add`. */
 INLINE void p16_store(const __m512 *run, int nb, int64_t p, int64_t r0, int64_t r1, float *y, size_t ldy, int add) {
     const int64_t lo = LAYA_MAX(r0 - 16 * p, 0), hi = LAYA_MIN(r1 - 16 * p, 16);
@@ -1617,7 +1734,16 @@ INLINE void mm_p16_t(uint32_t pt, const uint8_t *W, const uint8_t *act, size_t a
         const int64_t c1 = LAYA_MIN(p1, c0 + pc);
         for (int b0 = 0; b0 < B; b0 += tb) {
             const int nb = LAYA_MIN(tb, B - b0);
-            for (int64_t p = c0; p < c1; p++) {
+            int64_t p = c0;
+            if (stream && (pt == KN_P16_Q4_0 || pt == P16_Q4_0_SH || pt == KN_P16_Q8_0) && nb <= 4)
+                for (; p + 1 < c1; p += 2) {
+                    __m512 run2[2][4];
+                    p16_tile2_nb(pt == KN_P16_Q8_0 ? KN_P16_Q8_0 : KN_P16_Q4_0, nb, W + (size_t)p * pb, pb, nbk,
+                                 act + (size_t)b0 * arb, arb, pf2, run2);
+                    p16_store(run2[0], nb, p, r0, r1, y + (size_t)b0 * ldy, ldy, 0);
+                    p16_store(run2[1], nb, p + 1, r0, r1, y + (size_t)b0 * ldy, ldy, 0);
+                }
+            for (; p < c1; p++) {
                 __m512 run[P16_B];
                 if (kt) p16k_tile_nb(pt, nb, W + (size_t)p * pb, nbk, act + (size_t)b0 * arb, arb, run);
                 else p16_tile_nb(pt, nb, W + (size_t)p * pb, nbk, act + (size_t)b0 * arb, arb, pf2, run);
