@@ -1597,21 +1597,22 @@ INLINE void p16k_tile_nb(uint32_t pt, int nb, const uint8_t *P, int64_t nsb, con
 #ifndef P2_SH
 #define P2_SH 0
 #endif
-/* Two panels at a time, for a set streamed from DRAM (KN_STREAM) at B <= 4: block i of two adjacent Q4_0 or
- * Q8_0 panels (P and P + pb) against nb activation rows, each activation word broadcast once for both
- * panels' vpdpbusd. ch[j] takes panel j's float steps, those of p16_block, so the bits are the same. Two
- * streams a thread instead of one keep more lines on their way from DRAM: in one process, alternating
- * with the one-panel tile every 20 steps (Zen 5, 2 threads, medians, ms): 0.5B Q4_0 B = 1 6.77 / 5.96,
- * 6.18 / 5.65, 7.98 / 7.34, 8.13 / 7.47; B = 4 8.80 / 6.91, 8.64 / 6.47; 0.5B Q8_0 B = 1 12.61 / 10.82,
- * 12.51 / 11.00; B = 4 12.29 / 11.55, 12.20 / 11.72. Where the set is served from L3 it is not faster
- * (typing Q4_0 B = 1 0.258 / 0.283, B = 2 0.288 / 0.294, B = 3 0.392 / 0.376, B = 4 0.528 / 0.536), nor
- * were four panels at B = 1 (0.5B Q4_0 6.37 against two panels' 5.65-5.96), nor B = 8 as two four-row
- * tiles over each pair (0.5B Q4_0 11.0 / 11.6-12.0, Q8_0 13.3-13.7 / 15.5-15.8 with the eight-row tile's
- * one panel). Alone, one thread, cycles a
- * panel block at B = 4: Q4_0 512 x 512 (L2) 17.5 -> 16.0, 65536 x 896 (DRAM) 26.3 -> 23.4; Q8_0 512 x 512
- * 22.4 -> 18.0, 65536 x 896 45.2 -> 41.7. The software prefetch of each panel goes on past its end to
- * the panel two on, the next one that stream reads: without that (each at P16_PF ahead, into the other
- * panel) 65536 x 896 took 44.0 cycles against the one-panel tile's 29.9. */
+/* Two panels at a time, at B = 2-4, and at B = 1 on a set streamed from DRAM (KN_STREAM): block i of two
+ * adjacent Q4_0 or Q8_0 panels (P and P + pb) against nb activation rows, each activation word broadcast
+ * once for both panels' vpdpbusd. ch[j] takes panel j's float steps, those of p16_block, so the bits are
+ * the same. From DRAM, two streams a thread instead of one keep more lines on their way: in one process,
+ * alternating with the one-panel tile every 20 steps (Zen 5, 2 threads, medians, ms): 0.5B Q4_0 B = 1
+ * 6.77 / 5.96, 6.18 / 5.65, 7.98 / 7.34, 8.13 / 7.47; B = 4 8.80 / 6.91, 8.64 / 6.47; 0.5B Q8_0 B = 1
+ * 12.61 / 10.82, 12.51 / 11.00; B = 4 12.29 / 11.55, 12.20 / 11.72. From L3 it pays at B >= 2 (typing
+ * Q8_0 B = 4 0.633 / 0.576, B = 2 0.491 / 0.451, the bundled model B = 4 0.635 / 0.573; typing Q4_0 B = 4
+ * 0.546 / 0.520, B = 3 0.402 / 0.391, B = 2 0.320 / 0.316, though within +-2 % in another minute) but
+ * not at B = 1 (typing Q4_0 0.258 / 0.283, 0.197 / 0.212). Four panels at B = 1 were slower (0.5B Q4_0
+ * 6.37 against two panels' 5.65-5.96), and so was B = 8 as two four-row tiles over each pair (0.5B Q4_0
+ * 11.0 / 11.6-12.0, Q8_0 13.3-13.7 / 15.5-15.8 with the eight-row tile's one panel). Alone, one thread,
+ * cycles a panel block at B = 4: Q4_0 512 x 512 (L2) 17.5 -> 16.0, 65536 x 896 (DRAM) 26.3 -> 23.4; Q8_0
+ * 512 x 512 22.4 -> 18.0, 65536 x 896 45.2 -> 41.7. The software prefetch of each panel goes on past its
+ * end to the panel two on, the next one that stream reads: without that (each at P16_PF ahead, into the
+ * other panel) 65536 x 896 took 44.0 cycles against the one-panel tile's 29.9. */
 INLINE void p16_block2(uint32_t pt, int nb, const uint8_t *P, size_t pb, int64_t i, const p16_act *A, size_t pf2,
                        __m512 (*ch)[4]) {
     const int qv = p16_qv(pt);
@@ -1735,7 +1736,7 @@ INLINE void mm_p16_t(uint32_t pt, const uint8_t *W, const uint8_t *act, size_t a
         for (int b0 = 0; b0 < B; b0 += tb) {
             const int nb = LAYA_MIN(tb, B - b0);
             int64_t p = c0;
-            if (stream && (pt == KN_P16_Q4_0 || pt == P16_Q4_0_SH || pt == KN_P16_Q8_0) && nb <= 4)
+            if ((stream || nb >= 2) && nb <= 4 && (pt == KN_P16_Q4_0 || pt == P16_Q4_0_SH || pt == KN_P16_Q8_0))
                 for (; p + 1 < c1; p += 2) {
                     __m512 run2[2][4];
                     p16_tile2_nb(pt == KN_P16_Q8_0 ? KN_P16_Q8_0 : KN_P16_Q4_0, nb, W + (size_t)p * pb, pb, nbk,
