@@ -1594,12 +1594,9 @@ INLINE void p16k_tile_nb(uint32_t pt, int nb, const uint8_t *P, int64_t nsb, con
     }
 }
 
-#ifndef P2_SH
-#define P2_SH 0
-#endif
 /* Two panels at a time, at B = 2-4, and at B = 1 on a set streamed from DRAM (KN_STREAM): block i of two
- * adjacent Q4_0 or Q8_0 panels (P and P + pb) against nb activation rows, each activation word broadcast
- * once for both panels' vpdpbusd. ch[j] takes panel j's float steps, those of p16_block, so the bits are
+ * Q4_0 or Q8_0 panels (P and P + d) against nb activation rows, each activation word broadcast
+ * once for both panels' vpdpbusd (pb: a panel's bytes). ch[j] takes panel j's float steps, those of p16_block, so the bits are
  * the same. From DRAM, two streams a thread instead of one keep more lines on their way: in one process,
  * alternating with the one-panel tile every 20 steps (Zen 5, 2 threads, medians, ms): 0.5B Q4_0 B = 1
  * 6.77 / 5.96, 6.18 / 5.65, 7.98 / 7.34, 8.13 / 7.47; B = 4 8.80 / 6.91, 8.64 / 6.47; 0.5B Q8_0 B = 1
@@ -1612,23 +1609,27 @@ INLINE void p16k_tile_nb(uint32_t pt, int nb, const uint8_t *P, int64_t nsb, con
  * cycles a panel block at B = 4: Q4_0 512 x 512 (L2) 17.5 -> 16.0, 65536 x 896 (DRAM) 26.3 -> 23.4; Q8_0
  * 512 x 512 22.4 -> 18.0, 65536 x 896 45.2 -> 41.7. The software prefetch of each panel goes on past its
  * end to the panel two on, the next one that stream reads: without that (each at P16_PF ahead, into the
- * other panel) 65536 x 896 took 44.0 cycles against the one-panel tile's 29.9. */
-INLINE void p16_block2(uint32_t pt, int nb, const uint8_t *P, size_t pb, int64_t i, const p16_act *A, size_t pf2,
+ * other panel) 65536 x 896 took 44.0 cycles against the one-panel tile's 29.9. At B = 1 the two panels
+ * come from the two halves of the thread's rows (d: their distance in bytes), so that each stream runs
+ * on through its half as the floor's read loop does: 0.5B Q4_0 B = 1 6.05 / 5.55, 5.97 / 5.57 and 6.81 /
+ * 6.16, 6.74 / 6.01 ms against adjacent panels (0.5B Q8_0 12.32 / 11.83, 11.74 / 11.75); at B = 4 the
+ * halves were slower (0.5B Q4_0 6.41 / 7.08, 6.40 / 6.66). */
+INLINE void p16_block2(uint32_t pt, int nb, const uint8_t *P, size_t pb, size_t d, int64_t i, const p16_act *A, size_t pf2,
                        __m512 (*ch)[4]) {
     const int qv = p16_qv(pt);
     const size_t o = kn_p16_q_at(qv, 0, i), span = (size_t)qv * 64 + ((i & 1) ? 64 : 0);
     /* each panel's stream goes on two panels later: an address past the panel's end skips the other's */
-    const size_t a1 = o + P16_PF + (o + P16_PF) / pb * pb;
+    const size_t a1 = o + P16_PF + (d == pb ? (o + P16_PF) / pb * pb : 0);
 #pragma GCC unroll 2
     for (int j = 0; j < 2; j++)
 #pragma GCC unroll 8
-        for (size_t q = 0; q < span; q += 64) _mm_prefetch((const char *)P + a1 + j * pb + q, _MM_HINT_T0);
+        for (size_t q = 0; q < span; q += 64) _mm_prefetch((const char *)P + a1 + j * d + q, _MM_HINT_T0);
     if (pf2) {
-        const size_t a2 = o + pf2 + (o + pf2) / pb * pb;
+        const size_t a2 = o + pf2 + (d == pb ? (o + pf2) / pb * pb : 0);
 #pragma GCC unroll 2
         for (int j = 0; j < 2; j++)
 #pragma GCC unroll 8
-            for (size_t q = 0; q < span; q += 64) _mm_prefetch((const char *)P + a2 + j * pb + q, _MM_HINT_T1);
+            for (size_t q = 0; q < span; q += 64) _mm_prefetch((const char *)P + a2 + j * d + q, _MM_HINT_T1);
     }
     const __m512i m4 = _mm512_set1_epi8(15);
     __m512i s[2][4];
@@ -1644,7 +1645,7 @@ INLINE void p16_block2(uint32_t pt, int nb, const uint8_t *P, size_t pb, int64_t
         const int nw = qv == 4 ? 2 : 1, tw[2] = {t, qv == 4 ? 4 + t : t};
 #pragma GCC unroll 2
         for (int j = 0; j < 2; j++) {
-            const __m512i x = _mm512_load_si512((const void *)(P + o + j * pb + 64 * t));
+            const __m512i x = _mm512_load_si512((const void *)(P + o + j * d + 64 * t));
             if (qv == 4) w[j][0] = _mm512_and_si512(x, m4), w[j][1] = _mm512_and_si512(_mm512_srli_epi16(x, 4), m4);
             else w[j][0] = x;
         }
@@ -1663,15 +1664,15 @@ INLINE void p16_block2(uint32_t pt, int nb, const uint8_t *P, size_t pb, int64_t
     }
 #pragma GCC unroll 2
     for (int j = 0; j < 2; j++) {
-        const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(P + kn_p16_s_at(qv, 0, i) + j * pb)));
+        const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(P + kn_p16_s_at(qv, 0, i) + j * d)));
 #pragma GCC unroll 4
         for (int b = 0; b < nb; b++)
             ch[j][b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[j][b]), _mm512_mul_ps(dw, _mm512_set1_ps(A->da[b][i])), ch[j][b]);
     }
 }
 
-/* p16_tile for two adjacent panels at once (nb <= 4): run[j] gets panel j's sums. */
-INLINE void p16_tile2(uint32_t pt, int nb, const uint8_t *P, size_t pb, int64_t nbk, const uint8_t *act, size_t arb,
+/* p16_tile for two panels at once, P and P + d (nb <= 4): run[j] gets panel j's sums. */
+INLINE void p16_tile2(uint32_t pt, int nb, const uint8_t *P, size_t pb, size_t d, int64_t nbk, const uint8_t *act, size_t arb,
                       size_t pf2, __m512 (*run)[4]) {
     p16_act A;
 #pragma GCC unroll 4
@@ -1688,10 +1689,10 @@ INLINE void p16_tile2(uint32_t pt, int nb, const uint8_t *P, size_t pb, int64_t 
         for (int b = 0; b < nb; b++) ev[0][b] = od[0][b] = ev[1][b] = od[1][b] = _mm512_setzero_ps();
         int64_t i = c0;
         for (; i + 1 < c1; i += 2) {
-            p16_block2(pt, nb, P, pb, i, &A, pf2, ev);
-            p16_block2(pt, nb, P, pb, i + 1, &A, pf2, od);
+            p16_block2(pt, nb, P, pb, d, i, &A, pf2, ev);
+            p16_block2(pt, nb, P, pb, d, i + 1, &A, pf2, od);
         }
-        if (i < c1) p16_block2(pt, nb, P, pb, i, &A, pf2, ev);
+        if (i < c1) p16_block2(pt, nb, P, pb, d, i, &A, pf2, ev);
 #pragma GCC unroll 2
         for (int j = 0; j < 2; j++)
 #pragma GCC unroll 4
@@ -1699,14 +1700,14 @@ INLINE void p16_tile2(uint32_t pt, int nb, const uint8_t *P, size_t pb, int64_t 
     }
 }
 
-__attribute__((noinline)) static void p16_tile2_nb(uint32_t pt, int nb, const uint8_t *P, size_t pb, int64_t nbk,
+__attribute__((noinline)) static void p16_tile2_nb(uint32_t pt, int nb, const uint8_t *P, size_t pb, size_t d, int64_t nbk,
                                                    const uint8_t *act, size_t arb, size_t pf2, __m512 (*run)[4]) {
 #define T2(t)                                                                                                          \
     switch (nb) {                                                                                                      \
-    case 1: p16_tile2(t, 1, P, pb, nbk, act, arb, pf2, run); break;                                                    \
-    case 2: p16_tile2(t, 2, P, pb, nbk, act, arb, pf2, run); break;                                                    \
-    case 3: p16_tile2(t, 3, P, pb, nbk, act, arb, pf2, run); break;                                                    \
-    default: p16_tile2(t, 4, P, pb, nbk, act, arb, pf2, run); break;                                                   \
+    case 1: p16_tile2(t, 1, P, pb, d, nbk, act, arb, pf2, run); break;                                                    \
+    case 2: p16_tile2(t, 2, P, pb, d, nbk, act, arb, pf2, run); break;                                                    \
+    case 3: p16_tile2(t, 3, P, pb, d, nbk, act, arb, pf2, run); break;                                                    \
+    default: p16_tile2(t, 4, P, pb, d, nbk, act, arb, pf2, run); break;                                                   \
     }
     if (pt == KN_P16_Q8_0) { T2(KN_P16_Q8_0) } else { T2(KN_P16_Q4_0) }
 #undef T2
@@ -1736,14 +1737,20 @@ INLINE void mm_p16_t(uint32_t pt, const uint8_t *W, const uint8_t *act, size_t a
         for (int b0 = 0; b0 < B; b0 += tb) {
             const int nb = LAYA_MIN(tb, B - b0);
             int64_t p = c0;
-            if ((stream || nb >= 2) && nb <= 4 && (pt == KN_P16_Q4_0 || pt == P16_Q4_0_SH || pt == KN_P16_Q8_0))
-                for (; p + 1 < c1; p += 2) {
+            if ((stream || nb >= 2) && nb <= 4 && (pt == KN_P16_Q4_0 || pt == P16_Q4_0_SH || pt == KN_P16_Q8_0)) {
+                /* one activation row: the pairs are panels j and h + j of the range's two halves, two
+                 * streams that each run on through their half; more rows: adjacent panels */
+                const int64_t np2 = (c1 - c0) / 2, h = nb == 1 ? np2 : 1;
+                for (int64_t j = 0; j < np2; j++) {
+                    const int64_t pa = nb == 1 ? c0 + j : c0 + 2 * j, pbn = pa + h;
                     __m512 run2[2][4];
-                    p16_tile2_nb(pt == KN_P16_Q8_0 ? KN_P16_Q8_0 : KN_P16_Q4_0, nb, W + (size_t)p * pb, pb, nbk,
-                                 act + (size_t)b0 * arb, arb, pf2, run2);
-                    p16_store(run2[0], nb, p, r0, r1, y + (size_t)b0 * ldy, ldy, 0);
-                    p16_store(run2[1], nb, p + 1, r0, r1, y + (size_t)b0 * ldy, ldy, 0);
+                    p16_tile2_nb(pt == KN_P16_Q8_0 ? KN_P16_Q8_0 : KN_P16_Q4_0, nb, W + (size_t)pa * pb, pb, (size_t)h * pb,
+                                 nbk, act + (size_t)b0 * arb, arb, pf2, run2);
+                    p16_store(run2[0], nb, pa, r0, r1, y + (size_t)b0 * ldy, ldy, 0);
+                    p16_store(run2[1], nb, pbn, r0, r1, y + (size_t)b0 * ldy, ldy, 0);
                 }
+                p = c0 + 2 * np2;
+            }
             for (; p < c1; p++) {
                 __m512 run[P16_B];
                 if (kt) p16k_tile_nb(pt, nb, W + (size_t)p * pb, nbk, act + (size_t)b0 * arb, arb, run);
