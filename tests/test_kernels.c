@@ -713,10 +713,11 @@ static void test_p16(void) {
             }
     }
     atomic_store(&kn_p16_q4_shuf, shuf);
-    /* eight panels and a part: the AVX-512 kernel's pairs of panels from two halves of a range (B = 1
-     * with the stream hint; the tail of B = 9) */
-    for (int q = 0; q < 2; q++)
-        for (int b = 1; b <= 9; b += 8) check_p16(q ? QT_Q8_0 : QT_Q4_0, 96, 16 * 8 + 5, b);
+    /* eight panels and a part: the AVX-512 kernels' pairs of panels from two halves of a range (B = 1
+     * with the stream hint; the tail of B = 9), every P16 type */
+    static const uint32_t all[] = {QT_Q4_0, QT_Q8_0, QT_Q4_1, QT_Q5_0, QT_Q5_1, QT_IQ4_NL, QT_Q4_K, QT_Q6_K};
+    for (size_t q = 0; q < sizeof all / sizeof *all; q++)
+        for (int b = 1; b <= 9; b += 8) check_p16(all[q], is_k_type(all[q]) ? 512 : 96, 16 * 8 + 5, b);
 }
 
 static void test_f32_ops(void) {

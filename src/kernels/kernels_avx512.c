@@ -1713,6 +1713,49 @@ __attribute__((noinline)) static void p16_tile2_nb(uint32_t pt, int nb, const ui
 #undef T2
 }
 
+/* One activation row against two panels, P and P + d, their blocks (super-blocks) taken in turn: the
+ * two-stream read of the tile above for the types without it (Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q6_K) at
+ * B = 1 on a streamed set. Each panel's float steps are p16_tile's or p16k_tile's, so the same bits. In
+ * one process, alternating with one panel at a time (Zen 5, medians, ms): a Qwen2.5-0.5B-shaped
+ * Q4_K_M file (llama-quantize of the synthetic Q8_0 one: Q5_0 where K = 896 is not whole super-blocks,
+ * Q4_K / Q6_K for the down matrices) 9.69 / 9.31, 9.65 / 9.38; Q5_0 9.44 / 8.55, 9.50 / 8.41. */
+INLINE void p16_tile_x2(uint32_t pt, const uint8_t *P, size_t d, int64_t nbk, const uint8_t *act, size_t pf2,
+                        __m512 *run0, __m512 *run1) {
+    run0[0] = run1[0] = _mm512_setzero_ps();
+    if (pt == KN_P16_Q4_K || pt == KN_P16_Q6_K) {
+        p16k_act A;
+        A.qs[0] = (const int8_t *)act;
+        A.d[0] = (const float *)(A.qs[0] + nbk * QK_K);
+        A.bs[0] = (const int32_t *)(A.d[0] + nbk);
+        A.pairs[0] = A.bs[0] + 16 * nbk;
+        const size_t sbb = (size_t)p16_qv(pt) * 64;
+        for (int64_t i = 0; i < nbk; i++) {
+            p16k_super(pt, 1, P + (size_t)i * sbb, i, &A, run0);
+            p16k_super(pt, 1, P + d + (size_t)i * sbb, i, &A, run1);
+        }
+        return;
+    }
+    p16_act A;
+    A.qa[0] = act;
+    A.da[0] = (const float *)(A.qa[0] + nbk * 32);
+    A.ca[0] = (const int32_t *)(A.da[0] + nbk) + (pt == KN_P16_IQ4_NL ? nbk : 0);
+    A.dsum[0] = (const float *)((const int32_t *)(A.da[0] + nbk) + 2 * nbk);
+    for (int64_t c0 = 0; c0 < nbk; c0 += PKB) {
+        const int64_t c1 = LAYA_MIN(nbk, c0 + PKB);
+        __m512 e0 = _mm512_setzero_ps(), o0 = e0, e1 = e0, o1 = e0;
+        int64_t i = c0;
+        for (; i + 1 < c1; i += 2) {
+            p16_block(pt, 1, P, i, &A, pf2, &e0);
+            p16_block(pt, 1, P + d, i, &A, pf2, &e1);
+            p16_block(pt, 1, P, i + 1, &A, pf2, &o0);
+            p16_block(pt, 1, P + d, i + 1, &A, pf2, &o1);
+        }
+        if (i < c1) p16_block(pt, 1, P, i, &A, pf2, &e0), p16_block(pt, 1, P + d, i, &A, pf2, &e1);
+        run0[0] = _mm512_add_ps(run0[0], _mm512_add_ps(e0, o0));
+        run1[0] = _mm512_add_ps(run1[0], _mm512_add_ps(e1, o1));
+    }
+}
+
 /* Stores a tile's sums, rows [lo, hi) of the panel at row 16p, onto y's values with `add`. */
 INLINE void p16_store(const __m512 *run, int nb, int64_t p, int64_t r0, int64_t r1, float *y, size_t ldy, int add) {
     const int64_t lo = LAYA_MAX(r0 - 16 * p, 0), hi = LAYA_MIN(r1 - 16 * p, 16);
@@ -1748,6 +1791,15 @@ INLINE void mm_p16_t(uint32_t pt, const uint8_t *W, const uint8_t *act, size_t a
                                  nbk, act + (size_t)b0 * arb, arb, pf2, run2);
                     p16_store(run2[0], nb, pa, r0, r1, y + (size_t)b0 * ldy, ldy, 0);
                     p16_store(run2[1], nb, pbn, r0, r1, y + (size_t)b0 * ldy, ldy, 0);
+                }
+                p = c0 + 2 * np2;
+            } else if (stream && nb == 1) { /* the other types: the same two streams at B = 1 */
+                const int64_t np2 = (c1 - c0) / 2;
+                for (int64_t j = 0; j < np2; j++) {
+                    __m512 run0[1], run1[1];
+                    p16_tile_x2(pt, W + (size_t)(c0 + j) * pb, (size_t)np2 * pb, nbk, act + (size_t)b0 * arb, pf2, run0, run1);
+                    p16_store(run0, 1, c0 + j, r0, r1, y + (size_t)b0 * ldy, ldy, 0);
+                    p16_store(run1, 1, c0 + np2 + j, r0, r1, y + (size_t)b0 * ldy, ldy, 0);
                 }
                 p = c0 + 2 * np2;
             }
