@@ -120,7 +120,8 @@ void kn_scale_max(float *s, size_t s_stride, int nh, int64_t npos, float scale, 
 extern _Atomic int kn_p16_l2_ahead[3];
 /* A matmul wtype flag (or'ed onto a P16 type): the matrix is one of a step's set of more than
  * KN_STREAM_BYTES, which streams from DRAM; the 32-element P16 kernel at B = 1 then leaves the fetching
- * ahead to the hardware prefetchers instead of its kn_p16_l2_ahead[0]. With the weights in block pairs
+ * ahead to the hardware prefetchers instead of its kn_p16_l2_ahead[0], and the AVX-512 P16 kernels read
+ * two panels at a time at B = 1 (two streams a thread; kernels_avx512.c, p16_block2). With the weights in block pairs
  * (kn_p16_pair_bytes) a panel is one sequential stream, which those follow; the software prefetch
  * then only adds requests to a full memory queue. Where the set is served from L3 it still helps.
  * Zen 4, in one process, the distance swapped every two steps (16 KB / none), three blocks each:

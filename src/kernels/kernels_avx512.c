@@ -1595,9 +1595,9 @@ INLINE void p16k_tile_nb(uint32_t pt, int nb, const uint8_t *P, int64_t nsb, con
 }
 
 /* Two panels at a time, at B = 2-4, and at B = 1 on a set streamed from DRAM (KN_STREAM): block i of two
- * Q4_0 or Q8_0 panels (P and P + d) against nb activation rows, each activation word broadcast
- * once for both panels' vpdpbusd (pb: a panel's bytes). ch[j] takes panel j's float steps, those of p16_block, so the bits are
- * the same. From DRAM, two streams a thread instead of one keep more lines on their way: in one process,
+ * Q4_0 or Q8_0 panels (P and P + d; pb: a panel's bytes) against nb activation rows, each activation word
+ * broadcast once for both panels' vpdpbusd. ch[j] takes panel j's float steps, those of p16_block, so
+ * the bits are the same. From DRAM, two streams a thread instead of one keep more lines on their way: in one process,
  * alternating with the one-panel tile every 20 steps (Zen 5, 2 threads, medians, ms): 0.5B Q4_0 B = 1
  * 6.77 / 5.96, 6.18 / 5.65, 7.98 / 7.34, 8.13 / 7.47; B = 4 8.80 / 6.91, 8.64 / 6.47; 0.5B Q8_0 B = 1
  * 12.61 / 10.82, 12.51 / 11.00; B = 4 12.29 / 11.55, 12.20 / 11.72. From L3 it pays at B >= 2 (typing
@@ -1704,10 +1704,10 @@ __attribute__((noinline)) static void p16_tile2_nb(uint32_t pt, int nb, const ui
                                                    const uint8_t *act, size_t arb, size_t pf2, __m512 (*run)[4]) {
 #define T2(t)                                                                                                          \
     switch (nb) {                                                                                                      \
-    case 1: p16_tile2(t, 1, P, pb, d, nbk, act, arb, pf2, run); break;                                                    \
-    case 2: p16_tile2(t, 2, P, pb, d, nbk, act, arb, pf2, run); break;                                                    \
-    case 3: p16_tile2(t, 3, P, pb, d, nbk, act, arb, pf2, run); break;                                                    \
-    default: p16_tile2(t, 4, P, pb, d, nbk, act, arb, pf2, run); break;                                                   \
+    case 1: p16_tile2(t, 1, P, pb, d, nbk, act, arb, pf2, run); break;                                                 \
+    case 2: p16_tile2(t, 2, P, pb, d, nbk, act, arb, pf2, run); break;                                                 \
+    case 3: p16_tile2(t, 3, P, pb, d, nbk, act, arb, pf2, run); break;                                                 \
+    default: p16_tile2(t, 4, P, pb, d, nbk, act, arb, pf2, run); break;                                                \
     }
     if (pt == KN_P16_Q8_0) { T2(KN_P16_Q8_0) } else { T2(KN_P16_Q4_0) }
 #undef T2
