@@ -256,8 +256,7 @@ void lp_run(lp_pool *p, lp_fn fn, void *arg, int n_chunks) {
     }
     const int mine = work(p, job, 0);
     if (c0) p->last_ns[0] = now_ns() - c0, p->last_chunks[0] = mine;
-    struct timespec t0, t1;
-    if (p->prof) clock_gettime(CLOCK_MONOTONIC, &t0);
+    const int64_t t0 = p->prof ? now_ns() : 0;
     /* Chunks still running elsewhere: wait, yielding if the runner seems descheduled. */
     for (int spins = 0, total = mine; total < n_chunks; spins++) {
         backoff(spins);
@@ -267,10 +266,7 @@ void lp_run(lp_pool *p, lp_fn fn, void *arg, int n_chunks) {
             if (GEN(w) == g) total += LOW(w);
         }
     }
-    if (p->prof) {
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        p->wait_ns += (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
-    }
+    if (p->prof) p->wait_ns += now_ns() - t0;
     p->last_timed = c0 != 0;
     if (c0)
         for (int t = 1; t < p->n; t++) { /* seen complete above with acquire order: ns was stored before */

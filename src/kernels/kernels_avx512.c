@@ -1416,17 +1416,23 @@ INLINE void p16_block(uint32_t pt, int nb, const uint8_t *P, int64_t i, const p1
 }
 
 /* pf2: the L2 prefetch's distance in bytes, or 0 for none */
+/* The nb activation rows' arrays (kernels.h, q8 split), each row arb bytes apart, for a panel type. */
+INLINE void p16_act_init(uint32_t pt, int nb, const uint8_t *act, size_t arb, int64_t nbk, p16_act *A) {
+#pragma GCC unroll 8
+    for (int b = 0; b < nb; b++) {
+        A->qa[b] = act + (size_t)b * arb;
+        A->da[b] = (const float *)(A->qa[b] + nbk * 32);
+        A->ca[b] = (const int32_t *)(A->da[b] + nbk) + (pt == KN_P16_Q8_0 || pt == KN_P16_IQ4_NL ? nbk : 0);
+        A->dsum[b] = (const float *)((const int32_t *)(A->da[b] + nbk) + 2 * nbk);
+    }
+}
+
 INLINE void p16_tile(uint32_t pt, int nb, const uint8_t *P, int64_t nbk, const uint8_t *act, size_t arb, size_t pf2,
                      __m512 *run) {
     p16_act A;
+    p16_act_init(pt, nb, act, arb, nbk, &A);
 #pragma GCC unroll 8
-    for (int b = 0; b < nb; b++) {
-        A.qa[b] = act + (size_t)b * arb;
-        A.da[b] = (const float *)(A.qa[b] + nbk * 32);
-        A.ca[b] = (const int32_t *)(A.da[b] + nbk) + (pt == KN_P16_Q8_0 || pt == KN_P16_IQ4_NL ? nbk : 0);
-        A.dsum[b] = (const float *)((const int32_t *)(A.da[b] + nbk) + 2 * nbk);
-        run[b] = _mm512_setzero_ps();
-    }
+    for (int b = 0; b < nb; b++) run[b] = _mm512_setzero_ps();
     for (int64_t c0 = 0; c0 < nbk; c0 += PKB) {
         const int64_t c1 = LAYA_MIN(nbk, c0 + PKB);
         __m512 ev[P16_B], od[P16_B];
@@ -1571,16 +1577,22 @@ INLINE void p16k_super(uint32_t pt, int nb, const uint8_t *v, int64_t i, const p
     }
 }
 
-INLINE void p16k_tile(uint32_t pt, int nb, const uint8_t *P, int64_t nsb, const uint8_t *act, size_t arb, __m512 *run) {
-    p16k_act A;
+/* The nb activation rows' arrays (kernels.h, q8_K split), each row arb bytes apart. */
+INLINE void p16k_act_init(int nb, const uint8_t *act, size_t arb, int64_t nsb, p16k_act *A) {
 #pragma GCC unroll 4
     for (int b = 0; b < nb; b++) {
-        A.qs[b] = (const int8_t *)(act + (size_t)b * arb);
-        A.d[b] = (const float *)(A.qs[b] + nsb * QK_K);
-        A.bs[b] = (const int32_t *)(A.d[b] + nsb);
-        A.pairs[b] = A.bs[b] + 16 * nsb;
-        run[b] = _mm512_setzero_ps();
+        A->qs[b] = (const int8_t *)(act + (size_t)b * arb);
+        A->d[b] = (const float *)(A->qs[b] + nsb * QK_K);
+        A->bs[b] = (const int32_t *)(A->d[b] + nsb);
+        A->pairs[b] = A->bs[b] + 16 * nsb;
     }
+}
+
+INLINE void p16k_tile(uint32_t pt, int nb, const uint8_t *P, int64_t nsb, const uint8_t *act, size_t arb, __m512 *run) {
+    p16k_act A;
+    p16k_act_init(nb, act, arb, nsb, &A);
+#pragma GCC unroll 4
+    for (int b = 0; b < nb; b++) run[b] = _mm512_setzero_ps();
     const size_t sbb = (size_t)p16_qv(pt) * 64;
     for (int64_t i = 0; i < nsb; i++) p16k_super(pt, nb, P + (size_t)i * sbb, i, &A, run);
 }
@@ -1596,9 +1608,9 @@ INLINE void p16k_tile_nb(uint32_t pt, int nb, const uint8_t *P, int64_t nsb, con
 
 /* Two panels at a time, at B = 2-4, and at B = 1 on a set streamed from DRAM (KN_STREAM): block i of two
  * Q4_0 or Q8_0 panels (P and P + d; pb: a panel's bytes) against nb activation rows, each activation word
- * broadcast once for both panels' vpdpbusd. ch[j] takes panel j's float steps, those of p16_block, so
- * the bits are the same. From DRAM, two streams a thread instead of one keep more lines on their way: in one process,
- * alternating with the one-panel tile every 20 steps (Zen 5, 2 threads, medians, ms): 0.5B Q4_0 B = 1
+ * broadcast once for both panels' vpdpbusd; the other types (only at B = 1 from DRAM) take each panel's
+ * p16_block in turn. ch[j] takes panel j's float steps, those of p16_block, so the bits are the same.
+ * From DRAM, two streams a thread instead of one keep more lines on their way: in one process, alternating with the one-panel tile every 20 steps (Zen 5, 2 threads, medians, ms): 0.5B Q4_0 B = 1
  * 6.77 / 5.96, 6.18 / 5.65, 7.98 / 7.34, 8.13 / 7.47; B = 4 8.80 / 6.91, 8.64 / 6.47; 0.5B Q8_0 B = 1
  * 12.61 / 10.82, 12.51 / 11.00; B = 4 12.29 / 11.55, 12.20 / 11.72. From L3 it pays at B >= 2 (typing
  * Q8_0 B = 4 0.633 / 0.576, B = 2 0.491 / 0.451, the bundled model B = 4 0.635 / 0.573; typing Q4_0 B = 4
@@ -1616,6 +1628,11 @@ INLINE void p16k_tile_nb(uint32_t pt, int nb, const uint8_t *P, int64_t nsb, con
  * halves were slower (0.5B Q4_0 6.41 / 7.08, 6.40 / 6.66). */
 INLINE void p16_block2(uint32_t pt, int nb, const uint8_t *P, size_t pb, size_t d, int64_t i, const p16_act *A, size_t pf2,
                        __m512 (*ch)[4]) {
+    if (pt != KN_P16_Q4_0 && pt != KN_P16_Q8_0) {
+        p16_block(pt, nb, P, i, A, pf2, ch[0]);
+        p16_block(pt, nb, P + d, i, A, pf2, ch[1]);
+        return;
+    }
     const int qv = p16_qv(pt);
     const size_t o = kn_p16_q_at(qv, 0, i), span = (size_t)qv * 64 + ((i & 1) ? 64 : 0);
     /* each panel's stream goes on two panels later: an address past the panel's end skips the other's */
@@ -1675,13 +1692,9 @@ INLINE void p16_block2(uint32_t pt, int nb, const uint8_t *P, size_t pb, size_t 
 INLINE void p16_tile2(uint32_t pt, int nb, const uint8_t *P, size_t pb, size_t d, int64_t nbk, const uint8_t *act, size_t arb,
                       size_t pf2, __m512 (*run)[4]) {
     p16_act A;
+    p16_act_init(pt, nb, act, arb, nbk, &A);
 #pragma GCC unroll 4
-    for (int b = 0; b < nb; b++) {
-        A.qa[b] = act + (size_t)b * arb;
-        A.da[b] = (const float *)(A.qa[b] + nbk * 32);
-        A.ca[b] = (const int32_t *)(A.da[b] + nbk) + (pt == KN_P16_Q8_0 ? nbk : 0);
-        run[0][b] = run[1][b] = _mm512_setzero_ps();
-    }
+    for (int b = 0; b < nb; b++) run[0][b] = run[1][b] = _mm512_setzero_ps();
     for (int64_t c0 = 0; c0 < nbk; c0 += PKB) {
         const int64_t c1 = LAYA_MIN(nbk, c0 + PKB);
         __m512 ev[2][4], od[2][4];
@@ -1709,50 +1722,31 @@ __attribute__((noinline)) static void p16_tile2_nb(uint32_t pt, int nb, const ui
     case 3: p16_tile2(t, 3, P, pb, d, nbk, act, arb, pf2, run); break;                                                 \
     default: p16_tile2(t, 4, P, pb, d, nbk, act, arb, pf2, run); break;                                                \
     }
-    if (pt == KN_P16_Q8_0) { T2(KN_P16_Q8_0) } else { T2(KN_P16_Q4_0) }
+    switch (pt) { /* the other types only at nb = 1 */
+    case KN_P16_Q8_0: T2(KN_P16_Q8_0) break;
+    case KN_P16_Q4_1: p16_tile2(KN_P16_Q4_1, 1, P, pb, d, nbk, act, arb, pf2, run); break;
+    case KN_P16_Q5_0: p16_tile2(KN_P16_Q5_0, 1, P, pb, d, nbk, act, arb, pf2, run); break;
+    case KN_P16_Q5_1: p16_tile2(KN_P16_Q5_1, 1, P, pb, d, nbk, act, arb, pf2, run); break;
+    case KN_P16_IQ4_NL: p16_tile2(KN_P16_IQ4_NL, 1, P, pb, d, nbk, act, arb, pf2, run); break;
+    default: T2(KN_P16_Q4_0) break;
+    }
 #undef T2
 }
 
-/* One activation row against two panels, P and P + d, their blocks (super-blocks) taken in turn: the
- * two-stream read of the tile above for the types without it (Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q6_K) at
- * B = 1 on a streamed set. Each panel's float steps are p16_tile's or p16k_tile's, so the same bits. In
- * one process, alternating with one panel at a time (Zen 5, medians, ms): a Qwen2.5-0.5B-shaped
- * Q4_K_M file (llama-quantize of the synthetic Q8_0 one: Q5_0 where K = 896 is not whole super-blocks,
- * Q4_K / Q6_K for the down matrices) 9.69 / 9.31, 9.65 / 9.38; Q5_0 9.44 / 8.55, 9.50 / 8.41. */
-INLINE void p16_tile_x2(uint32_t pt, const uint8_t *P, size_t d, int64_t nbk, const uint8_t *act, size_t pf2,
-                        __m512 *run0, __m512 *run1) {
-    run0[0] = run1[0] = _mm512_setzero_ps();
-    if (pt == KN_P16_Q4_K || pt == KN_P16_Q6_K) {
-        p16k_act A;
-        A.qs[0] = (const int8_t *)act;
-        A.d[0] = (const float *)(A.qs[0] + nbk * QK_K);
-        A.bs[0] = (const int32_t *)(A.d[0] + nbk);
-        A.pairs[0] = A.bs[0] + 16 * nbk;
-        const size_t sbb = (size_t)p16_qv(pt) * 64;
-        for (int64_t i = 0; i < nbk; i++) {
-            p16k_super(pt, 1, P + (size_t)i * sbb, i, &A, run0);
-            p16k_super(pt, 1, P + d + (size_t)i * sbb, i, &A, run1);
-        }
-        return;
-    }
-    p16_act A;
-    A.qa[0] = act;
-    A.da[0] = (const float *)(A.qa[0] + nbk * 32);
-    A.ca[0] = (const int32_t *)(A.da[0] + nbk) + (pt == KN_P16_IQ4_NL ? nbk : 0);
-    A.dsum[0] = (const float *)((const int32_t *)(A.da[0] + nbk) + 2 * nbk);
-    for (int64_t c0 = 0; c0 < nbk; c0 += PKB) {
-        const int64_t c1 = LAYA_MIN(nbk, c0 + PKB);
-        __m512 e0 = _mm512_setzero_ps(), o0 = e0, e1 = e0, o1 = e0;
-        int64_t i = c0;
-        for (; i + 1 < c1; i += 2) {
-            p16_block(pt, 1, P, i, &A, pf2, &e0);
-            p16_block(pt, 1, P + d, i, &A, pf2, &e1);
-            p16_block(pt, 1, P, i + 1, &A, pf2, &o0);
-            p16_block(pt, 1, P + d, i + 1, &A, pf2, &o1);
-        }
-        if (i < c1) p16_block(pt, 1, P, i, &A, pf2, &e0), p16_block(pt, 1, P + d, i, &A, pf2, &e1);
-        run0[0] = _mm512_add_ps(run0[0], _mm512_add_ps(e0, o0));
-        run1[0] = _mm512_add_ps(run1[0], _mm512_add_ps(e1, o1));
+/* One activation row against two Q4_K or Q6_K panels, P and P + d, their super-blocks taken in turn: the
+ * two-stream read of p16_tile2 at B = 1 on a streamed set, each panel's float steps p16k_tile's, so the
+ * same bits. With p16_tile2's for the other types, in one process, alternating with one panel at a time
+ * (Zen 5, medians, ms): a Qwen2.5-0.5B-shaped Q4_K_M file (llama-quantize of the synthetic Q8_0 one: Q5_0
+ * where K = 896 is not whole super-blocks, Q4_K / Q6_K for the down matrices) 9.69 / 9.31, 9.65 / 9.38;
+ * Q5_0 9.44 / 8.55, 9.50 / 8.41. */
+INLINE void p16k_tile2(uint32_t pt, const uint8_t *P, size_t d, int64_t nsb, const uint8_t *act, __m512 (*run)[4]) {
+    p16k_act A;
+    p16k_act_init(1, act, 0, nsb, &A);
+    run[0][0] = run[1][0] = _mm512_setzero_ps();
+    const size_t sbb = (size_t)p16_qv(pt) * 64;
+    for (int64_t i = 0; i < nsb; i++) {
+        p16k_super(pt, 1, P + (size_t)i * sbb, i, &A, run[0]);
+        p16k_super(pt, 1, P + d + (size_t)i * sbb, i, &A, run[1]);
     }
 }
 
@@ -1780,26 +1774,22 @@ INLINE void mm_p16_t(uint32_t pt, const uint8_t *W, const uint8_t *act, size_t a
         for (int b0 = 0; b0 < B; b0 += tb) {
             const int nb = LAYA_MIN(tb, B - b0);
             int64_t p = c0;
-            if ((stream || nb >= 2) && nb <= 4 && (pt == KN_P16_Q4_0 || pt == P16_Q4_0_SH || pt == KN_P16_Q8_0)) {
+            /* two panels at a time (p16_block2): Q4_0 and Q8_0 at nb <= 4 where the set streams from DRAM
+             * or nb >= 2, every type at nb = 1 where it streams */
+            const int pair = pt == KN_P16_Q4_0 || pt == P16_Q4_0_SH || pt == KN_P16_Q8_0;
+            if (nb == 1 ? stream : pair && nb <= 4) {
                 /* one activation row: the pairs are panels j and h + j of the range's two halves, two
                  * streams that each run on through their half; more rows: adjacent panels */
                 const int64_t np2 = (c1 - c0) / 2, h = nb == 1 ? np2 : 1;
                 for (int64_t j = 0; j < np2; j++) {
-                    const int64_t pa = nb == 1 ? c0 + j : c0 + 2 * j, pbn = pa + h;
+                    const int64_t pa = nb == 1 ? c0 + j : c0 + 2 * j;
+                    const uint8_t *P = W + (size_t)pa * pb;
                     __m512 run2[2][4];
-                    p16_tile2_nb(pt == KN_P16_Q8_0 ? KN_P16_Q8_0 : KN_P16_Q4_0, nb, W + (size_t)pa * pb, pb, (size_t)h * pb,
-                                 nbk, act + (size_t)b0 * arb, arb, pf2, run2);
+                    if (kt) p16k_tile2(pt, P, (size_t)h * pb, nbk, act + (size_t)b0 * arb, run2);
+                    else p16_tile2_nb(pt == P16_Q4_0_SH ? KN_P16_Q4_0 : pt, nb, P, pb, (size_t)h * pb, nbk,
+                                      act + (size_t)b0 * arb, arb, pf2, run2);
                     p16_store(run2[0], nb, pa, r0, r1, y + (size_t)b0 * ldy, ldy, 0);
-                    p16_store(run2[1], nb, pbn, r0, r1, y + (size_t)b0 * ldy, ldy, 0);
-                }
-                p = c0 + 2 * np2;
-            } else if (stream && nb == 1) { /* the other types: the same two streams at B = 1 */
-                const int64_t np2 = (c1 - c0) / 2;
-                for (int64_t j = 0; j < np2; j++) {
-                    __m512 run0[1], run1[1];
-                    p16_tile_x2(pt, W + (size_t)(c0 + j) * pb, (size_t)np2 * pb, nbk, act + (size_t)b0 * arb, pf2, run0, run1);
-                    p16_store(run0, 1, c0 + j, r0, r1, y + (size_t)b0 * ldy, ldy, 0);
-                    p16_store(run1, 1, c0 + np2 + j, r0, r1, y + (size_t)b0 * ldy, ldy, 0);
+                    p16_store(run2[1], nb, pa + h, r0, r1, y + (size_t)b0 * ldy, ldy, 0);
                 }
                 p = c0 + 2 * np2;
             }
