@@ -938,6 +938,17 @@ static void rope(float *v, const float *cs, int hd, int neox) {
 
 static laya_status decode(laya_context *c, laya_batch bt);
 
+/* The residual add after a matrix product, x += xn (an fma by 1: the exact sum), for the batch's n rows.
+ * About half of xn was written by the other threads' chunks: asking for all its lines first keeps those
+ * transfers in flight together, where the add's loads met them a few at a time. rdtsc around the two adds
+ * of a typing Q4_0 B = 4 step, in one process, alternating: 10.4 k + 11.1 k -> 6.7 k + 7.5 k TSC cycles
+ * (the norms after them 35.0 k -> 32.3 k); B = 1 the same. */
+static void residual(laya_context *c, int n) {
+    const size_t e = (size_t)n * (size_t)c->m->hp.n_embd;
+    for (size_t o = 0; o < e; o += 16) __builtin_prefetch(c->xn + o);
+    c->m->kn->axpy_f32(c->x, 1.0f, c->xn, (int64_t)e);
+}
+
 /* A decode while the model's weights are being packed holds the packing threads off (lm_pack_hold). */
 laya_status laya_decode(laya_context *c, laya_batch bt) {
     if (!c) return LAYA_ERR_INVALID_ARG;
@@ -1066,7 +1077,7 @@ static laya_status decode(laya_context *c, laya_batch bt) {
         prof_mark(c, FP_ATTN);
         matmul1(c, &L->wo, c->xn, (size_t)d, c->att, n);
         prof_mark(c, FP_WO);
-        m->kn->axpy_f32(c->x, 1.0f, c->xn, (int64_t)n * d); /* residual: x += xn (fma by 1: the exact sum) */
+        residual(c, n);
 
         /* feed-forward: down(silu(gate(x)) * up(x)) */
         for (int i = 0; i < n; i++) rms_norm(c->xn + (size_t)i * d, c->x + (size_t)i * d, L->ffn_norm, d, h->norm_eps);
@@ -1080,7 +1091,7 @@ static laya_status decode(laya_context *c, laya_batch bt) {
         prof_mark(c, FP_GATEUP);
         matmul1(c, &L->w_down, c->xn, (size_t)d, c->gate, n);
         prof_mark(c, FP_DOWN);
-        m->kn->axpy_f32(c->x, 1.0f, c->xn, (int64_t)n * d); /* residual: x += xn (fma by 1: the exact sum) */
+        residual(c, n);
     }
 
     /* Output layer only for the rows that asked for logits; rows that asked for their hidden state keep it
