@@ -327,6 +327,12 @@ const float *laya_get_logits(const laya_context *c, int32_t i) {
 }
 
 /* The weight type and data the matmuls see: the packed copy's when the loader made one. */
+/* Asks for every line of n floats at p: for rows another core has just written, whose lines a plain loop's
+ * loads would otherwise wait for a few at a time (mm_worker, att_worker, residual). */
+static inline void prefetch_floats(const float *p, size_t n) {
+    for (size_t e = 0; e < n; e += 16) __builtin_prefetch(p + e);
+}
+
 static inline uint32_t mm_type(int pk, const lm_mat *w) { return pk && w->pdata ? w->ptype : w->type; }
 static inline const void *mm_data(int pk, const lm_mat *w) { return pk && w->pdata ? w->pdata : w->data; }
 /* Whether the model's packed copy is there, once per decode or subset: every matrix of the call then
@@ -488,8 +494,7 @@ static void mm_worker(void *arg, int chunk, int n_chunks, int tid) {
              * 0.4334, 0.5054 / 0.4972; B = 8 0.9756 / 0.9535; typing Q8_0 B = 4 0.7811 / 0.7682, 0.6812
              * / 0.6690; the bundled model B = 4 0.6739 / 0.6658; B = 1 about the same (0.2420 / 0.2410,
              * 0.2629 / 0.2584). */
-            const size_t nx = (size_t)j->B * (size_t)j->w[0]->cols;
-            for (size_t e = 0; e < nx; e += 16) __builtin_prefetch(j->x + e);
+            prefetch_floats(j->x, (size_t)j->B * (size_t)j->w[0]->cols);
             for (int b = 0; b < j->B; b++) mm_quantize_row(j, b, act);
             j->act_job[8 * tid] = j->pass;
         }
@@ -797,8 +802,9 @@ static void att_worker(void *arg, int chunk, int n_chunks, int tid) {
         if (j->fused) {
             float *qp, *kp, *vp;
             qkv_rows(c, i, g, &qp, &kp, &vp);
-            for (size_t e = 0; e < (size_t)group * hd; e += 16) __builtin_prefetch(qp + e);
-            for (int e = 0; e < hd; e += 16) __builtin_prefetch(kp + e), __builtin_prefetch(vp + e);
+            prefetch_floats(qp, (size_t)group * hd);
+            prefetch_floats(kp, (size_t)hd);
+            prefetch_floats(vp, (size_t)hd);
         }
         /* positions [0, ns) in the storage of the sequence s shares them with (ns <= pos[i]: before_write),
          * the rest in its own */
@@ -945,7 +951,7 @@ static laya_status decode(laya_context *c, laya_batch bt);
  * (the norms after them 35.0 k -> 32.3 k); B = 1 the same. */
 static void residual(laya_context *c, int n) {
     const size_t e = (size_t)n * (size_t)c->m->hp.n_embd;
-    for (size_t o = 0; o < e; o += 16) __builtin_prefetch(c->xn + o);
+    prefetch_floats(c->xn, e);
     c->m->kn->axpy_f32(c->x, 1.0f, c->xn, (int64_t)e);
 }
 

@@ -1610,7 +1610,8 @@ INLINE void p16k_tile_nb(uint32_t pt, int nb, const uint8_t *P, int64_t nsb, con
  * Q4_0 or Q8_0 panels (P and P + d; pb: a panel's bytes) against nb activation rows, each activation word
  * broadcast once for both panels' vpdpbusd; the other types (only at B = 1 from DRAM) take each panel's
  * p16_block in turn. ch[j] takes panel j's float steps, those of p16_block, so the bits are the same.
- * From DRAM, two streams a thread instead of one keep more lines on their way: in one process, alternating with the one-panel tile every 20 steps (Zen 5, 2 threads, medians, ms): 0.5B Q4_0 B = 1
+ * From DRAM, two streams a thread instead of one keep more lines on their way: in one process,
+ * alternating with the one-panel tile every 20 steps (Zen 5, 2 threads, medians, ms): 0.5B Q4_0 B = 1
  * 6.77 / 5.96, 6.18 / 5.65, 7.98 / 7.34, 8.13 / 7.47; B = 4 8.80 / 6.91, 8.64 / 6.47; 0.5B Q8_0 B = 1
  * 12.61 / 10.82, 12.51 / 11.00; B = 4 12.29 / 11.55, 12.20 / 11.72. From L3 it pays at B >= 2 (typing
  * Q8_0 B = 4 0.633 / 0.576, B = 2 0.491 / 0.451, the bundled model B = 4 0.635 / 0.573; typing Q4_0 B = 4
