@@ -15,7 +15,7 @@
  * 0.383 / 0.405; B = 4 0.613 / 0.643, 0.618 / 0.639; B = 8 1.132 / 1.200, 1.134 / 1.190; B = 1 0.260 /
  * 0.256, 0.250 / 0.258; 0.5B Q4_0 B = 4 (DRAM) 11.92 / 11.99, 11.98 / 11.89. */
 #define MM_OWN_B 8
-#define SPLIT_KINDS 24 /* mm_split's share tables: 8 hashes of the matrices x 3 batch classes */
+#define SPLIT_KINDS 9 /* mm_split's share tables: 1-3 matrices a pass x 3 batch classes */
 #define SPLIT_MAX_T 64 /* threads up to which passes split by learned shares (evenly beyond) */
 
 struct laya_context {
@@ -548,10 +548,14 @@ static void qkv_att_worker(void *arg, int chunk, int n_chunks, int tid) {
  * timed pass (lp_last_busy: every fourth job) in which every thread ran its one chunk, each share moves a
  * twentieth of the way toward its thread's part of the summed speeds (share / ns, ns from the job's
  * publication, so that a worker's late start counts against it and the shares settle where the threads end
- * together), within 0.6-1.4x an even share. A share table per kind of pass (split_kind: the first matrix's
- * shape, how many matrices, one row, a decode step's few or a prompt's), since a short job's fixed costs
- * (the wake-up, each thread's own quantization) weigh more than a long one's (one table for all ran the
- * typing files' B = 1 steps 1-3 % slower in two even rounds, within their noise). The rows are whole 16-row
+ * together), within 0.6-1.4x an even share. A share table per kind of pass (split_kind: how many matrices,
+ * one row, a decode step's few or a prompt's), since a short job's fixed costs (the wake-up, each thread's
+ * own quantization) weigh more than a long one's (one table for all ran the typing files' B = 1 steps 1-3 %
+ * slower in two even rounds, within their noise). Until the twenty-sixth session the kind also hashed the
+ * first matrix's shape, but every dimension of these models is a multiple of 8, so that hash left only
+ * the matrix count; a table per exact shape (wo, down and the output layer apart) was no faster, in one
+ * process, alternating (medians, ms): 0.5B Q4_0 B = 1 6.46 / 6.61, Q8_0 12.42 / 12.44;
+ * typing Q4_0 B = 1 0.2734 / 0.2670, B = 4 0.5911 / 0.5896. The rows are whole 16-row
  * blocks either way, and a matmul's outputs do not depend on its row range, so the results are the same
  * bits. In one process, steps alternating (Zen 5 guest, medians; even / learned, ms): 0.5B Q4_0 B = 1 6.83
  * / 6.20, B = 4 9.14 / 9.12; typing Q4_0 B = 1 0.2011 / 0.2056, 0.2218 / 0.2215, 0.2643 / 0.2455, 0.2367 /
@@ -579,12 +583,10 @@ static void mm_split(const lp_pool *pool, double *share, int nt) {
     for (int t = 0; t < nt; t++) share[t] /= tot;
 }
 
-/* The share table of a pass: its first matrix's shape and its number of matrices, hashed (kinds that
- * meet share a table, which costs only how well each is fitted), and its batch: one token, a decode step
- * of several (B <= MM_OWN_B, each thread quantizing all rows), or a prompt's rows. */
+/* The share table of a pass: its number of matrices (1-3: q/k/v, gate/up, or one), and its batch: one
+ * token, a decode step of several (B <= MM_OWN_B, each thread quantizing all rows), or a prompt's rows. */
 static int split_kind(const mm_job *j, int B) {
-    uint64_t k = ((uint64_t)j->w[0]->rows * 31 + (uint64_t)j->w[0]->cols) * 7 + (uint64_t)j->n;
-    return (int)(k % (SPLIT_KINDS / 3)) * 3 + (B > 1) + (B > MM_OWN_B);
+    return (LAYA_MIN(j->n, 3) - 1) * 3 + (B > 1) + (B > MM_OWN_B);
 }
 
 void fw_split_set(laya_context *c, double caller_share) {
