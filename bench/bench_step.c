@@ -75,8 +75,9 @@ static void pass_job(void *arg, int chunk, int n_chunks, int tid) {
             const size_t pb = kn_pack_panel_bytes(w->ptype, w->cols);
             g_sink[tid * 8] += read2((const char *)w->pdata + (size_t)b0 * pb, (size_t)(b1 - b0) * pb);
         } else {
-            g_kn->matmul(w->ptype | KN_STREAM, w->pdata, w->row_bytes, ps->act[i], kn_act_row_bytes(w->ptype, w->cols), 1,
-                         w->cols, b0 * 16, LAYA_MIN(w->rows, b1 * 16), g_y, (size_t)w->rows);
+            g_kn->matmul(w->ptype | KN_STREAM, w->pdata, w->row_bytes, ps->act[i],
+                         kn_act_row_bytes(w->ptype, w->cols), 1, w->cols, b0 * 16, LAYA_MIN(w->rows, b1 * 16), g_y,
+                         (size_t)w->rows);
         }
     }
 }
@@ -110,7 +111,8 @@ static int add_mat(pass *ps, const lm_mat *w, size_t *bytes) {
 
 static void report(const char *name, double *t, int n, size_t bytes) {
     qsort(t, (size_t)n, sizeof *t, cmp_d);
-    printf("%-12s median %8.3f ms  p10 %8.3f  (%5.1f GB/s)\n", name, t[n / 2], t[n / 10], (double)bytes / t[n / 2] / 1e6);
+    printf("%-12s median %8.3f ms  p10 %8.3f  (%5.1f GB/s)\n", name, t[n / 2], t[n / 10],
+           (double)bytes / t[n / 2] / 1e6);
 }
 
 int main(int argc, char **argv) {
@@ -152,7 +154,8 @@ int main(int argc, char **argv) {
     laya_token tok[64];
     int32_t seq[64] = {0};
     for (int i = 0; i < 64; i++) tok[i] = (laya_token)((i * 131) % 1000 + 10);
-    if (laya_decode(c, (laya_batch){64, tok, seq, NULL})) return fprintf(stderr, "bench_step: %s\n", laya_context_error(c)), 1;
+    if (laya_decode(c, (laya_batch){64, tok, seq, NULL}))
+        return fprintf(stderr, "bench_step: %s\n", laya_context_error(c)), 1;
 
     /* four of each a round; the library's context has its own pool, whose worker sleeps while this one runs */
     static double t[4][MAX_ROUNDS * 4];
@@ -175,7 +178,8 @@ int main(int argc, char **argv) {
             if (laya_seq_len(c, 0) > 400) laya_seq_truncate(c, 0, 64);
             laya_token one = (laya_token)((step * 37) % 1000 + 5);
             double t0 = now_ms();
-            if (laya_decode(c, (laya_batch){1, &one, seq, NULL})) return fprintf(stderr, "bench_step: %s\n", laya_context_error(c)), 1;
+            if (laya_decode(c, (laya_batch){1, &one, seq, NULL}))
+                return fprintf(stderr, "bench_step: %s\n", laya_context_error(c)), 1;
             t[3][nt[3]++] = now_ms() - t0;
         }
     }
