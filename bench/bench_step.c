@@ -24,7 +24,6 @@
 #include "model.h"
 #include "pool.h"
 
-#define MAX_MATS 4096
 #define MAX_ROUNDS 256
 
 typedef struct {
@@ -188,6 +187,10 @@ int main(int argc, char **argv) {
     report("read jobs", t[1], nt[1], bytes);
     report("one read", t[2], nt[2], m->packed_bytes);
     report("step", t[3], nt[3], bytes);
+    for (int i = 0; i < g_npass; i++)
+        for (int k = 0; k < g_pass[i].n; k++) free((void *)g_pass[i].act[k]);
+    free(g_pass);
+    free(g_y);
     laya_context_free(c);
     laya_model_free(m);
     return 0;

@@ -326,13 +326,13 @@ const float *laya_get_logits(const laya_context *c, int32_t i) {
     return c->logits + (size_t)c->logit_row[i] * c->m->hp.n_vocab;
 }
 
-/* The weight type and data the matmuls see: the packed copy's when the loader made one. */
 /* Asks for every line of n floats at p: for rows another core has just written, whose lines a plain loop's
  * loads would otherwise wait for a few at a time (mm_worker, att_worker, residual). */
 static inline void prefetch_floats(const float *p, size_t n) {
     for (size_t e = 0; e < n; e += 16) __builtin_prefetch(p + e);
 }
 
+/* The weight type and data the matmuls see: the packed copy's when the loader made one. */
 static inline uint32_t mm_type(int pk, const lm_mat *w) { return pk && w->pdata ? w->ptype : w->type; }
 static inline const void *mm_data(int pk, const lm_mat *w) { return pk && w->pdata ? w->pdata : w->data; }
 /* Whether the model's packed copy is there, once per decode or subset: every matrix of the call then
@@ -947,13 +947,15 @@ static void rope(float *v, const float *cs, int hd, int neox) {
 static laya_status decode(laya_context *c, laya_batch bt);
 
 /* The residual add after a matrix product, x += xn (an fma by 1: the exact sum), for the batch's n rows.
- * About half of xn was written by the other threads' chunks: asking for all its lines first keeps those
- * transfers in flight together, where the add's loads met them a few at a time. rdtsc around the two adds
- * of a typing Q4_0 B = 4 step, in one process, alternating: 10.4 k + 11.1 k -> 6.7 k + 7.5 k TSC cycles
- * (the norms after them 35.0 k -> 32.3 k); B = 1 the same. */
+ * About half of xn was written by the other threads' chunks: for a decode step's few rows (as many as
+ * mm_worker's own quantization takes, MM_OWN_B) all its lines are asked for first, which keeps those
+ * transfers in flight together, where the add's loads met them a few at a time; a prompt's rows stream
+ * through the add as they are. rdtsc around the two adds of a typing Q4_0 B = 4 step, in one process,
+ * alternating: 10.4 k + 11.1 k -> 6.7 k + 7.5 k TSC cycles (the norms after them 35.0 k -> 32.3 k); B = 1
+ * the same. */
 static void residual(laya_context *c, int n) {
     const size_t e = (size_t)n * (size_t)c->m->hp.n_embd;
-    prefetch_floats(c->xn, e);
+    if (n <= MM_OWN_B) prefetch_floats(c->xn, e);
     c->m->kn->axpy_f32(c->x, 1.0f, c->xn, (int64_t)e);
 }
 

@@ -87,8 +87,9 @@ static int decode_steps(laya_context *c, int B, int prefix, int steps, const lay
  * A plain read loop over a buffer of the bytes a step reads, on as many threads as the model's passes,
  * timed the way a step is (from the start of the work to the last thread's end), each thread's part read
  * as one stream or as two side by side, each with prefetches ahead and without: the floor is the
- * fastest. Portable vectors of 16 bytes: on the machines measured they read as fast as 64-byte AVX-512 loads (bench/bw.c), from DRAM
- * and from L3. The threads exist only during a block of passes, so they never spin beside a decode. */
+ * fastest. Portable vectors of 16 bytes: on the machines measured they read as fast as 64-byte AVX-512
+ * loads (bench/bw.c), from DRAM and from L3. The threads exist only during a block of passes, so they
+ * never spin beside a decode. */
 typedef unsigned long long fl_vec __attribute__((vector_size(16)));
 
 typedef struct floor_job {
@@ -362,14 +363,15 @@ int cmd_bench(int argc, char **argv) {
             for (int k = 0; k < 4; k++) {
                 /* the pool's threads spin a little after a pass, then sleep: let them */
                 nanosleep(&(struct timespec){0, 5000000}, NULL);
-                /* the fastest of four read loops, one stream or two a thread, with and without prefetches. Two streams:
-                 * 0.5B Q4_0 on the Zen 5, in one process, three rounds, ms (one stream without / with prefetches, two
-                 * streams without / with): 5.46 / 5.66 / 4.09 / 4.34, 6.24 / 6.52 / 3.85 / 4.11, 6.65 / 6.27 / 4.81 /
-                 * 5.02; typing Q4_0 0.231 / 0.243 / 0.143 / 0.145. From DRAM the hardware prefetchers alone keep the
-                 * most lines in flight (0.5B Q4_0, 280 MB, Zen 4: 4.39-4.85 ms without, 5.99-6.54 with), while a set
-                 * the L3 holds reads faster with them (bundled typing Q8_0, 37 MB: 0.252-0.288 ms against 0.308-0.420;
-                 * typing Q4_0, 20 MB, 0.124-0.144 against 0.131-0.207). Without them the read loop was slower than the
-                 * step on the typing files in some minutes (step / floor 0.65-0.74), which no floor may be. */
+                /* the fastest of four read loops, one stream or two a thread, with and without prefetches.
+                 * Two streams: 0.5B Q4_0 on the Zen 5, in one process, three rounds, ms (one stream without
+                 * / with prefetches, two streams without / with): 5.46 / 5.66 / 4.09 / 4.34, 6.24 / 6.52 /
+                 * 3.85 / 4.11, 6.65 / 6.27 / 4.81 / 5.02; typing Q4_0 0.231 / 0.243 / 0.143 / 0.145. From
+                 * DRAM the hardware prefetchers alone keep the most lines in flight (0.5B Q4_0, 280 MB,
+                 * Zen 4: 4.39-4.85 ms without, 5.99-6.54 with), while a set the L3 holds reads faster with
+                 * them (bundled typing Q8_0, 37 MB: 0.252-0.288 ms against 0.308-0.420; typing Q4_0, 20 MB,
+                 * 0.124-0.144 against 0.131-0.207). Without them the read loop was slower than the step on
+                 * the typing files in some minutes (step / floor 0.65-0.74), which no floor may be. */
                 double best = 0;
                 for (int ahead = 0; ahead < 4; ahead++) {
                     fj.n = fb[k];

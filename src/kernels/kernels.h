@@ -121,9 +121,9 @@ extern _Atomic int kn_p16_l2_ahead[3];
 /* A matmul wtype flag (or'ed onto a P16 type): the matrix is one of a step's set of more than
  * KN_STREAM_BYTES, which streams from DRAM; the 32-element P16 kernel at B = 1 then leaves the fetching
  * ahead to the hardware prefetchers instead of its kn_p16_l2_ahead[0], and the AVX-512 P16 kernels read
- * two panels at a time at B = 1 (two streams a thread; kernels_avx512.c, p16_block2). With the weights in block pairs
- * (kn_p16_pair_bytes) a panel is one sequential stream, which those follow; the software prefetch
- * then only adds requests to a full memory queue. Where the set is served from L3 it still helps.
+ * two panels at a time at B = 1 (two streams a thread; kernels_avx512.c, p16_block2). With the weights in
+ * block pairs (kn_p16_pair_bytes) a panel is one sequential stream, which those follow; the software
+ * prefetch then only adds requests to a full memory queue. Where the set is served from L3 it still helps.
  * Zen 4, in one process, the distance swapped every two steps (16 KB / none), three blocks each:
  * 0.5B Q4_0 (285 MB) 9.66 / 9.48, 9.57 / 9.20, 9.25 / 8.91 ms and 8.22 / 7.76, 7.70 / 7.11,
  * 8.14 / 7.88 in a faster minute; 0.5B Q8_0 (532 MB) 16.94 / 16.66, 16.94 / 16.66, 16.71 / 16.56;
