@@ -28,6 +28,12 @@ $(BUILD)/src/kernels/kernels_avx2.o: CFLAGS += -mavx2 -mfma -mf16c
 $(BUILD)/src/kernels/kernels_avxvnni.o: CFLAGS += -mavx2 -mfma -mf16c -mavxvnni
 $(BUILD)/src/kernels/kernels_neondot.o: CFLAGS += -march=armv8.2-a+dotprod
 $(BUILD)/src/kernels/kernels_avx512.o: CFLAGS += -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx2 -mfma -mf16c
+# Every loop of the kernels starts on a 64-byte line. Without it a decode's speed depended on where the
+# linker put the kernel file: the same AVX-512 code moved by 16, 32 or 48 bytes ran the typing Q4_0 file's
+# B = 1 step 8-15 % slower at one of the four offsets (docs/PERFORMANCE-LOG.md, twenty-seventh session),
+# so an unrelated change anywhere in the library could cost that much, and kernel A/B comparisons
+# measured the placement as well. Aligned, the four offsets ran within 1.5 %; 1 % more code.
+$(BUILD)/src/kernels/%.o: CFLAGS += -falign-loops=64
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -1,18 +1,19 @@
 /* bench_step.c — where a decode step stands against the memory: one process, rounds alternating between
  *   kernel jobs   the step's matmul passes (q/k/v, wo, gate/up, down per layer, then the output layer) run
- *                 as pool jobs with the packed kernels, one activation row, each matrix's 16-row panels
- *                 split evenly between the threads, as a packed decode splits them;
+ *                 as pool jobs with the packed kernels, B activation rows, each matrix's 16-row panels
+ *                 split evenly between the threads, as a packed decode splits them (KN_STREAM as there);
  *   read jobs     the same jobs, each thread reading its panels' bytes with a plain two-stream loop;
  *   one read      one two-stream loop a thread over the whole packed copy (those matrices and any others
  *                 packed), split in halves;
- *   step          laya_decode of one token after a 64-token prompt (attention, norms, residual adds,
- *                 the threads' learned shares: everything).
+ *   step          laya_decode of one token for each of B sequences forked from a 64-token prompt
+ *                 (attention, norms, residual adds, the threads' learned shares: everything).
  * kernel jobs / read jobs is what the kernels cost beyond reading; read jobs / one read what cutting the
  * weights into 97 jobs costs; step / kernel jobs what the rest of the step adds. Medians and p10 over the
  * rounds, ms. Needs weights the loader packs (Q8_0, Q4_0, ... on AVX-512; laya_model_params.pack_weights)
  * and an x86-64 with AVX-512. Not part of `make`; build by hand after `make`:
  *   cc -O2 -mavx512f -D_GNU_SOURCE -DLAYA_BUILD -Iinclude -Isrc bench/bench_step.c build/liblaya.a \
- *      -lm -lpthread -o /tmp/bench_step && /tmp/bench_step MODEL.gguf [ROUNDS] */
+ *      -lm -lpthread -o /tmp/bench_step && /tmp/bench_step MODEL.gguf [ROUNDS [B]]
+ * (ROUNDS 1-256, default 8; B 1-8, default 1). */
 #include <immintrin.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +34,8 @@ typedef struct {
 } pass;
 
 static pass *g_pass;
-static int g_npass, g_read;
+static int g_npass, g_read, g_B = 1;
+static uint32_t g_stream; /* KN_STREAM where the packed set is larger than KN_STREAM_BYTES, as in a step */
 static const kn_ops *g_kn;
 static float *g_y;
 static volatile long long g_sink[64 * 8];
@@ -74,8 +76,8 @@ static void pass_job(void *arg, int chunk, int n_chunks, int tid) {
             const size_t pb = kn_pack_panel_bytes(w->ptype, w->cols);
             g_sink[tid * 8] += read2((const char *)w->pdata + (size_t)b0 * pb, (size_t)(b1 - b0) * pb);
         } else {
-            g_kn->matmul(w->ptype | KN_STREAM, w->pdata, w->row_bytes, ps->act[i],
-                         kn_act_row_bytes(w->ptype, w->cols), 1, w->cols, b0 * 16, LAYA_MIN(w->rows, b1 * 16), g_y,
+            g_kn->matmul(w->ptype | g_stream, w->pdata, w->row_bytes, ps->act[i],
+                         kn_act_row_bytes(w->ptype, w->cols), g_B, w->cols, b0 * 16, LAYA_MIN(w->rows, b1 * 16), g_y,
                          (size_t)w->rows);
         }
     }
@@ -97,10 +99,12 @@ static int add_mat(pass *ps, const lm_mat *w, size_t *bytes) {
     if (!w->pdata) return 0;
     const size_t arb = kn_act_row_bytes(w->ptype, w->cols);
     float *x = malloc((size_t)w->cols * sizeof *x);
-    void *a = aligned_alloc(64, (arb + 63) / 64 * 64);
+    void *a = aligned_alloc(64, (arb * (size_t)g_B + 63) / 64 * 64);
     if (!x || !a) return 0;
-    for (int64_t i = 0; i < w->cols; i++) x[i] = (float)((i * 7919) % 101 - 50) / 50.0f;
-    g_kn->quantize_act(w->ptype, x, a, w->cols);
+    for (int b = 0; b < g_B; b++) {
+        for (int64_t i = 0; i < w->cols; i++) x[i] = (float)((i * 7919 + b * 13) % 101 - 50) / 50.0f;
+        g_kn->quantize_act(w->ptype, x, (char *)a + arb * (size_t)b, w->cols);
+    }
     free(x);
     ps->w[ps->n] = w;
     ps->act[ps->n++] = a;
@@ -115,8 +119,9 @@ static void report(const char *name, double *t, int n, size_t bytes) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) return fprintf(stderr, "usage: bench_step MODEL [ROUNDS]\n"), 2;
+    if (argc < 2) return fprintf(stderr, "usage: bench_step MODEL [ROUNDS [B]]\n"), 2;
     const int rounds = argc > 2 ? LAYA_MAX(1, LAYA_MIN(MAX_ROUNDS, atoi(argv[2]))) : 8;
+    g_B = argc > 3 ? LAYA_MAX(1, LAYA_MIN(8, atoi(argv[3]))) : 1;
     laya_model_params mp = laya_model_default_params();
     mp.n_threads = 2;
     laya_model *m;
@@ -124,8 +129,9 @@ int main(int argc, char **argv) {
     if (laya_model_load(argv[1], mp, &m, err, sizeof err)) return fprintf(stderr, "bench_step: %s\n", err), 1;
     laya_model_wait_ready(m);
     g_kn = m->kn;
+    g_stream = m->packed_bytes > KN_STREAM_BYTES ? KN_STREAM : 0;
     g_pass = calloc((size_t)m->hp.n_layer * 4 + 1, sizeof *g_pass);
-    g_y = aligned_alloc(64, ((size_t)m->hp.n_vocab * sizeof(float) + 63) / 64 * 64);
+    g_y = aligned_alloc(64, ((size_t)g_B * m->hp.n_vocab * sizeof(float) + 63) / 64 * 64);
     if (!g_pass || !g_y) return fprintf(stderr, "bench_step: out of memory\n"), 1;
     size_t bytes = 0;
     int ok = 1;
@@ -146,12 +152,13 @@ int main(int argc, char **argv) {
     span whole = {m->packed, m->packed_bytes};
 
     laya_context_params cp = laya_context_default_params();
-    cp.n_seq = 1;
+    cp.n_seq = g_B;
     cp.max_kv_size = 512;
     laya_context *c;
     if (laya_context_create(m, cp, &c, err, sizeof err)) return fprintf(stderr, "bench_step: %s\n", err), 1;
     laya_token tok[64];
-    int32_t seq[64] = {0};
+    int32_t seq[64] = {0}, bseq[8];
+    laya_token btok[8];
     for (int i = 0; i < 64; i++) tok[i] = (laya_token)((i * 131) % 1000 + 10);
     if (laya_decode(c, (laya_batch){64, tok, seq, NULL}))
         return fprintf(stderr, "bench_step: %s\n", laya_context_error(c)), 1;
@@ -174,10 +181,14 @@ int main(int argc, char **argv) {
         }
         lp_free(pool);
         for (int s = 0; s < 4; s++, step++) {
-            if (laya_seq_len(c, 0) > 400) laya_seq_truncate(c, 0, 64);
-            laya_token one = (laya_token)((step * 37) % 1000 + 5);
+            if (s == 0 || laya_seq_len(c, 0) > 400) { /* B sequences forked from the 64-token prompt */
+                laya_seq_truncate(c, 0, 64);
+                for (int b = 1; b < g_B; b++)
+                    if (laya_seq_fork(c, 0, b, 64)) return fprintf(stderr, "bench_step: %s\n", laya_context_error(c)), 1;
+            }
+            for (int b = 0; b < g_B; b++) bseq[b] = b, btok[b] = (laya_token)((step * 37 + b * 11) % 1000 + 5);
             double t0 = now_ms();
-            if (laya_decode(c, (laya_batch){1, &one, seq, NULL}))
+            if (laya_decode(c, (laya_batch){g_B, btok, bseq, NULL}))
                 return fprintf(stderr, "bench_step: %s\n", laya_context_error(c)), 1;
             t[3][nt[3]++] = now_ms() - t0;
         }
