@@ -181,7 +181,7 @@ int main(int argc, char **argv) {
         }
         lp_free(pool);
         for (int s = 0; s < 4; s++, step++) {
-            if (s == 0 || laya_seq_len(c, 0) > 400) { /* B sequences forked from the 64-token prompt */
+            if (s == 0) { /* each round's steps: B sequences forked from the 64-token prompt */
                 laya_seq_truncate(c, 0, 64);
                 for (int b = 1; b < g_B; b++)
                     if (laya_seq_fork(c, 0, b, 64)) return fprintf(stderr, "bench_step: %s\n", laya_context_error(c)), 1;
