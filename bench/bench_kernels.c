@@ -7,7 +7,8 @@
  * only the MLX kernels; a table name limits the run to it. MLX weights count their scales and biases as
  * read bytes, so MLX 4-bit group 64 with F16 scales (0.5625 bytes per weight) compares directly with Q4_0,
  * and 8-bit with Q8_0 (1.0625). "typing" takes the 30M typing model's shapes (hidden 512, FFN 1536, vocabulary
- * 16384) and the decode batch sizes 1, 2, 4, 8 instead. "P16 Q4_0" and "P16 Q8_0" are the matrices the
+ * 16384) and the decode batch sizes 1, 2, 4, 8 instead, and after each type sums one typing decode
+ * step's matrices per batch size (typing_step). "P16 Q4_0" and "P16 Q8_0" are the matrices the
  * loader packs for a table with kn_ops.packs (kernels.h), timed on those tables and counting the packed
  * bytes. "vnni" first prints this core's rate of the operations that bound the P16 kernel at B > 1:
  * vpdpbusd with a broadcast memory operand (its form there) and fma, per ns, on independent chains. */
@@ -146,9 +147,15 @@ __attribute__((target("avx512f,avx512vnni"), noinline)) static void vnni_rates(v
 static const int g_bs_05b[] = {1, 4, 64, 0}, g_bs_typing[] = {1, 2, 4, 8, 0}; /* 64: the prefill panel path */
 static const int *Bs = g_bs_05b;
 
-/* Times every selected table on one variant and shape, printing a line per batch size. */
-static void bench_shape(const variant *v, int64_t N, int64_t K, const char *only) {
-    static const char *const names[] = {"scalar", "avx2", "avxvnni", "avx512", "neon", "neondot"};
+static const char *const g_names[] = {"scalar", "avx2", "avxvnni", "avx512", "neon", "neondot"};
+#define N_TABLES (int)(sizeof g_names / sizeof *g_names)
+/* Medians (s) of the last variant's calls by table, batch size, shape and thread count: typing_step sums them. */
+static double g_med[N_TABLES][8][4][2];
+
+/* Times every selected table on one variant and shape (si: its index in the shape list), printing a line
+ * per batch size. */
+static void bench_shape(const variant *v, int64_t N, int64_t K, int si, const char *only) {
+    const char *const *names = g_names;
     size_t wrb, arb, sbs = v->sbt == QT_F32 ? 4 : 2, sb_bytes = 0;
     if (v->bits) {
         if (K % v->group) return;
@@ -193,7 +200,7 @@ static void bench_shape(const variant *v, int64_t N, int64_t K, const char *only
         kn_pack(v->type, Wsrc, wrb, N, K, 0, (N + 15) / 16, W);
         laya_free(Wsrc);
     }
-    for (size_t ni = 0; ni < sizeof names / sizeof *names; ni++) {
+    for (size_t ni = 0; ni < N_TABLES; ni++) {
         const kn_ops *kn = kn_by_name(names[ni]);
         if (!kn || (only && strcmp(only, names[ni])) || (!only && !strcmp(names[ni], "scalar"))) continue;
         if (p16_src && !(kn->packs & KN_PACKS(p16_src)) && strcmp(names[ni], "scalar")) continue; /* only where the loader packs */
@@ -219,6 +226,7 @@ static void bench_shape(const variant *v, int64_t N, int64_t K, const char *only
             }
             atomic_store(&g_quit, 1);
             pthread_join(th, NULL);
+            g_med[ni][bi_][si][0] = med[0], g_med[ni][bi_][si][1] = med[1];
             char shape[32];
             snprintf(shape, sizeof shape, "%lldx%lld", (long long)N, (long long)K);
             printf("%-7s %-13s %-14s %2d %9.3f %9.2f %9.2f %9.2f\n", kn->name, v->name, shape, Bs[bi_], med[0] * 1e3,
@@ -227,6 +235,26 @@ static void bench_shape(const variant *v, int64_t N, int64_t K, const char *only
         }
     }
     laya_free(W), laya_free(sc), laya_free(bi), laya_free(act), free(x), free(y), free(row);
+}
+
+/* The matrices of one typing decode step from the last variant's medians: 8 layers of q and o (512 x 512),
+ * k and v (256 x 512: together one 512 x 512), gate and up (1536 x 512), down (512 x 1536), then the
+ * output layer (16384 x 512). "ideal 2t" is the one-thread sum halved: the step's kernels split evenly over
+ * two threads with nothing between them, the least a two-thread step can spend in its matrices. */
+static void typing_step(const variant *v) {
+    static const double mult[4] = {8 * 3, 8 * 2, 8, 1};
+    for (int ni = 0; ni < N_TABLES; ni++) {
+        double one = 0;
+        for (size_t bi = 0; Bs[bi]; bi++) {
+            double t[2] = {0, 0};
+            for (int si = 0; si < 4; si++)
+                for (int th = 0; th < 2; th++) t[th] += mult[si] * g_med[ni][bi][si][th];
+            if (t[0] <= 0) continue;
+            if (bi == 0) one = t[0];
+            printf("%-7s %-13s a typing step's matrices, B %d: one thread %.3f ms, ideal 2t %.3f, measured 2t %.3f; "
+                   "x%.2f B = 1's\n", g_names[ni], v->name, Bs[bi], t[0] * 1e3, t[0] * 0.5e3, t[1] * 1e3, one > 0 ? t[0] / one : 0);
+        }
+    }
 }
 
 int main(int argc, char **argv) {
@@ -272,8 +300,10 @@ int main(int argc, char **argv) {
            "GB/s(2t)");
     for (int vi = 0; vi < nv; vi++) {
         if (mlx_only && !vs[vi]->bits) continue;
-        for (size_t si = 0; si < 4; si++)
-            bench_shape(vs[vi], shapes[si][0], shapes[si][1], only);
+        memset(g_med, 0, sizeof g_med);
+        for (int si = 0; si < 4; si++)
+            bench_shape(vs[vi], shapes[si][0], shapes[si][1], si, only);
+        if (typing) typing_step(vs[vi]);
     }
     return 0;
 }
