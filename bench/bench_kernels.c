@@ -155,7 +155,6 @@ static double g_med[N_TABLES][8][4][2];
 /* Times every selected table on one variant and shape (si: its index in the shape list), printing a line
  * per batch size. */
 static void bench_shape(const variant *v, int64_t N, int64_t K, int si, const char *only) {
-    const char *const *names = g_names;
     size_t wrb, arb, sbs = v->sbt == QT_F32 ? 4 : 2, sb_bytes = 0;
     if (v->bits) {
         if (K % v->group) return;
@@ -201,9 +200,9 @@ static void bench_shape(const variant *v, int64_t N, int64_t K, int si, const ch
         laya_free(Wsrc);
     }
     for (size_t ni = 0; ni < N_TABLES; ni++) {
-        const kn_ops *kn = kn_by_name(names[ni]);
-        if (!kn || (only && strcmp(only, names[ni])) || (!only && !strcmp(names[ni], "scalar"))) continue;
-        if (p16_src && !(kn->packs & KN_PACKS(p16_src)) && strcmp(names[ni], "scalar")) continue; /* only where the loader packs */
+        const kn_ops *kn = kn_by_name(g_names[ni]);
+        if (!kn || (only && strcmp(only, g_names[ni])) || (!only && !strcmp(g_names[ni], "scalar"))) continue;
+        if (p16_src && !(kn->packs & KN_PACKS(p16_src)) && strcmp(g_names[ni], "scalar")) continue; /* only where the loader packs */
         if (v->bits) memcpy(act, x, (size_t)K * 64 * sizeof(float));
         else for (int b = 0; b < 64; b++) kn->quantize_act(v->type, x + b * K, act + b * arb, K);
         for (size_t bi_ = 0; Bs[bi_]; bi_++) {
