@@ -9,12 +9,14 @@ CFLAGS  += -std=c11 $(OPT) -g -Wall -Wextra -Wshadow $(WERROR) -fPIC -fvisibilit
 LDLIBS  += -lm -lpthread
 
 ARCH := $(shell $(CC) -dumpmachine)
-LIB_SRC := $(wildcard src/*.c) src/kernels/kernels.c src/kernels/kernels_ref.c
+# One folder a layer (docs/ARCHITECTURE.md): base, io, tokenizer, engine, typing; the kernels by ISA.
+LAYERS  := base io tokenizer engine typing
+LIB_SRC := $(foreach d,$(LAYERS),$(wildcard src/$(d)/*.c)) src/kernels/kernels.c src/kernels/kernels_ref.c
 ifneq (,$(findstring x86_64,$(ARCH)))
-LIB_SRC += src/kernels/kernels_avx2.c src/kernels/kernels_avxvnni.c src/kernels/kernels_avx512.c
+LIB_SRC += $(wildcard src/kernels/x86/*.c)
 endif
 ifneq (,$(findstring aarch64,$(ARCH)))
-LIB_SRC += src/kernels/kernels_neon.c src/kernels/kernels_neondot.c
+LIB_SRC += $(wildcard src/kernels/arm/*.c)
 endif
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 
@@ -24,10 +26,10 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 all: $(BUILD)/laya $(BUILD)/liblaya.a $(BUILD)/liblaya.so
 
 # Per-file ISA flags: intrinsics only in these files; the dispatcher picks one at run time.
-$(BUILD)/src/kernels/kernels_avx2.o: CFLAGS += -mavx2 -mfma -mf16c
-$(BUILD)/src/kernels/kernels_avxvnni.o: CFLAGS += -mavx2 -mfma -mf16c -mavxvnni
-$(BUILD)/src/kernels/kernels_neondot.o: CFLAGS += -march=armv8.2-a+dotprod
-$(BUILD)/src/kernels/kernels_avx512.o: CFLAGS += -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx2 -mfma -mf16c
+$(BUILD)/src/kernels/x86/kernels_avx2.o: CFLAGS += -mavx2 -mfma -mf16c
+$(BUILD)/src/kernels/x86/kernels_avxvnni.o: CFLAGS += -mavx2 -mfma -mf16c -mavxvnni
+$(BUILD)/src/kernels/arm/kernels_neondot.o: CFLAGS += -march=armv8.2-a+dotprod
+$(BUILD)/src/kernels/x86/kernels_avx512.o: CFLAGS += -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx2 -mfma -mf16c
 # Every loop of the kernels starts on a 64-byte line. Without it a decode's speed depended on where the
 # linker put the kernel file: the same AVX-512 code moved by 16, 32 or 48 bytes ran the typing Q4_0 file's
 # B = 1 step 8-15 % slower at one of the four offsets (docs/PERFORMANCE-LOG.md, twenty-seventh session),
@@ -112,7 +114,7 @@ fuzz: fixtures
 	@mkdir -p build/fuzz
 	@for t in $(FUZZ_TARGETS); do \
 	  clang -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -D_GNU_SOURCE -DLAYA_BUILD -Iinclude -Isrc \
-	    tests/fuzz/fuzz_$$t.c $(filter-out src/kernels/%,$(wildcard src/*.c)) src/kernels/kernels.c src/kernels/kernels_ref.c \
+	    tests/fuzz/fuzz_$$t.c $(foreach d,$(LAYERS),$(wildcard src/$(d)/*.c)) src/kernels/kernels.c src/kernels/kernels_ref.c \
 	    -DLAYA_NO_SIMD -lm -lpthread -o build/fuzz/fuzz_$$t || exit 1; \
 	  mkdir -p build/fuzz/corpus_$$t; \
 	  build/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) build/fuzz/corpus_$$t tests/fuzz/corpus_$$t || exit 1; \
@@ -124,7 +126,7 @@ neon-test:
 	for t in $(NEON_TESTS); do QEMU_LD_PREFIX=/usr/aarch64-linux-gnu qemu-aarch64 build/aarch64/tests/$$t || exit 1; done
 
 format:
-	clang-format -i include/*.h src/*.c src/*.h src/kernels/*.c src/kernels/*.h tools/*.c tests/*.c
+	clang-format -i include/*.h $(shell find src -name '*.[ch]') tools/*.c tests/*.c
 
 clean:
 	rm -rf $(BUILD)

@@ -1,8 +1,8 @@
 /* bench_kernels.c — micro benchmark of the matmul kernels: every table this CPU runs, on the matrix shapes
  * of a 0.5B model (hidden 896, FFN 4864, vocabulary 151936), printing GB/s of weight bytes read (median of
  * repeats, and the best run: this machine may be shared), on one thread and on two. Not part of `make`; build by hand, e.g.
- *   cc -std=c11 -O2 -D_GNU_SOURCE -DLAYA_BUILD -Iinclude -Isrc bench/bench_kernels.c src/common.c src/quant.c \
- *      src/kernels/kernels.c src/kernels/kernels_ref.c build/src/kernels/kernels_avx*.o -lm -lpthread
+ *   cc -std=c11 -O2 -D_GNU_SOURCE -DLAYA_BUILD -Iinclude -Isrc bench/bench_kernels.c src/base/common.c src/io/quant.c \
+ *      src/kernels/kernels.c src/kernels/kernels_ref.c build/src/kernels/x86/kernels_avx*.o -lm -lpthread
  * Arguments (optional): "all" adds Q4_K, Q6_K (as the file holds them and packed, P16), F16 and the other MLX group sizes and scale types; "mlx" runs
  * only the MLX kernels; a table name limits the run to it. MLX weights count their scales and biases as
  * read bytes, so MLX 4-bit group 64 with F16 scales (0.5625 bytes per weight) compares directly with Q4_0,
@@ -20,9 +20,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "common.h"
+#include "base/common.h"
 #include "kernels/kernels.h"
-#include "qtypes.h"
+#include "io/qtypes.h"
 
 static double now(void) {
     struct timespec ts;

@@ -22,8 +22,8 @@
 
 #include "kernels/kernels.h"
 #include "laya.h"
-#include "model.h"
-#include "pool.h"
+#include "engine/model.h"
+#include "base/pool.h"
 
 #define MAX_ROUNDS 256
 

@@ -4,7 +4,7 @@
 #define LAYA_TEST_ALLOC_HOOKS_H
 #include <stdlib.h>
 
-#include "common.h"
+#include "base/common.h"
 
 static long ta_count, ta_live, ta_fail_at; /* ta_fail_at: which allocation fails, counted from 1; 0 = none */
 

@@ -12,10 +12,10 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "gguf.h"
-#include "json.h"
+#include "io/gguf.h"
+#include "base/json.h"
 #include "laya.h"
-#include "synth.h"
+#include "io/synth.h"
 
 static char g_laya[1100], g_dir[1100], g_model[1200];
 

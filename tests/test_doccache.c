@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "doccache.h"
+#include "typing/doccache.h"
 
 static uint64_t fresh_digest(size_t window, const char *t, size_t n) {
     dc_cache *f = NULL;

@@ -14,9 +14,9 @@
 
 #include "alloc_hooks.h"
 #include "check.h"
-#include "common.h"
-#include "gguf.h"
-#include "qtypes.h"
+#include "base/common.h"
+#include "io/gguf.h"
+#include "io/qtypes.h"
 
 static char g_dir[64]; /* scratch directory for written files */
 

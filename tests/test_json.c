@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "common.h"
-#include "json.h"
+#include "base/common.h"
+#include "base/json.h"
 
 static char err[256];
 

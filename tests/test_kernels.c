@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "common.h"
+#include "base/common.h"
 #include "kernels/kernels.h"
-#include "qtypes.h"
+#include "io/qtypes.h"
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
 static uint32_t rnd(void) {

@@ -10,9 +10,9 @@
 
 #include "alloc_hooks.h"
 #include "check.h"
-#include "fwprof.h" /* fw_seq_shared */
+#include "engine/fwprof.h" /* fw_seq_shared */
 #include "laya.h"
-#include "model.h" /* the kernel table of a loaded model, swapped to run every one this CPU has */
+#include "engine/model.h" /* the kernel table of a loaded model, swapped to run every one this CPU has */
 
 #define MODEL "models/laya-typing-q8_0.gguf"
 

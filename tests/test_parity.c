@@ -1,7 +1,7 @@
 /* test_parity.c — the forward pass against transformers' reference logits (tests/fixtures/models/tiny-NAME.ref,
  * made by tests/fixtures/gen/make_parity.py), for F32/F16/Q8_0/Q4_0 exports of three tiny models, plus the
  * KV-cache primitives (batching several sequences, truncate, fork, capacity) and the no-allocation rule. */
-#include "common.h"
+#include "base/common.h"
 #include "alloc_hooks.h"
 #include "parity.h"
 

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "pool.h"
+#include "base/pool.h"
 
 typedef struct {
     atomic_int hits[4096];

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "common.h"
-#include "qtypes.h"
+#include "base/common.h"
+#include "io/qtypes.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint32_t rnd(void) {

@@ -14,8 +14,8 @@
 
 #include "alloc_hooks.h"
 #include "check.h"
-#include "common.h"
-#include "safetensors.h"
+#include "base/common.h"
+#include "io/safetensors.h"
 
 static char g_dir[64]; /* scratch directory */
 

@@ -13,8 +13,8 @@
 #include "alloc_hooks.h"
 #include "check.h"
 #include "laya.h"
-#include "unicode.h"
-#include "userdict.h"
+#include "base/unicode.h"
+#include "typing/userdict.h"
 
 static laya_model *load(const char *name) {
     const char *dir = getenv("LAYA_FIXTURES") ? getenv("LAYA_FIXTURES") : "build/fixtures";

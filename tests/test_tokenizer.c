@@ -15,10 +15,10 @@
 
 #include "alloc_hooks.h"
 #include "check.h"
-#include "common.h"
-#include "gguf.h"
-#include "tokenizer.h"
-#include "unicode.h"
+#include "base/common.h"
+#include "io/gguf.h"
+#include "tokenizer/tokenizer.h"
+#include "base/unicode.h"
 
 /* Generous ceiling per 64 KiB hostile input (the goal is < 5 ms, and < 2.5 ms for one repeated
  * character; the real numbers, medians of 5 runs, are printed), ten times that under the sanitizers. */

@@ -15,11 +15,11 @@
 
 #include "alloc_hooks.h"
 #include "check.h"
-#include "common.h"
-#include "gguf.h"
-#include "json.h"
-#include "tokenizer.h"
-#include "tokjson.h"
+#include "base/common.h"
+#include "io/gguf.h"
+#include "base/json.h"
+#include "tokenizer/tokenizer.h"
+#include "io/tokjson.h"
 
 static char g_tmp[64]; /* scratch directory: the decompressed tokenizers and variants */
 

@@ -9,7 +9,7 @@
 
 #include "alloc_hooks.h"
 #include "check.h"
-#include "typo.h"
+#include "typing/typo.h"
 
 static const char *WORDS[] = {"the", "then", "there", "hello", "help", "world", "word", "quick", "brown",
                               "fox", "fax", "box", "café", "naïve", "occasion", "receive", "English", "a",

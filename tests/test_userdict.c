@@ -15,7 +15,7 @@
 
 #include "alloc_hooks.h"
 #include "check.h"
-#include "userdict.h"
+#include "typing/userdict.h"
 
 static char dir[256];
 

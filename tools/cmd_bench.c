@@ -11,8 +11,8 @@
 #include <time.h>
 
 #include "cli.h"
-#include "fwprof.h"
-#include "json.h"
+#include "engine/fwprof.h"
+#include "base/json.h"
 
 #define HELP_BENCH                                                                                        \
     "usage: laya bench [-m MODEL] [--threads N] [--reps R] [--prefix P] [--kv f32|f16] [--profile] [--floor]\n"      \

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "synth.h"
+#include "io/synth.h"
 
 #define HELP_QUANTIZE                                                                                   \
     "usage: laya quantize IN.gguf OUT.gguf TYPE\n"                                                      \

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "json.h"
+#include "base/json.h"
 
 #define HELP_INFO                                                                                         \
     "usage: laya info [-m MODEL] [--json]\n"                                                                \

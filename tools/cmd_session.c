@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "json.h"
+#include "base/json.h"
 
 int cmd_suggest(int argc, char **argv);
 int cmd_eval(int argc, char **argv);

@@ -1,9 +1,9 @@
 #!/usr/bin/python3
-"""gen_unicode.py: generates the Unicode tables in src/unicode.c (between the GENERATED markers) from
+"""gen_unicode.py: generates the Unicode tables in src/base/unicode.c (between the GENERATED markers) from
 Python's unicodedata (3.11: Unicode 14.0, the version of the Oniguruma that Hugging Face tokenizers uses).
 Tables: character class flags (letter, number, White_Space, NFC quick-check, nonzero combining class) as a
 two-level table, combining class ranges, full canonical decompositions, canonical composition pairs.
-Usage: /usr/bin/python3 tools/gen_unicode.py [src/unicode.c]"""
+Usage: /usr/bin/python3 tools/gen_unicode.py [src/base/unicode.c]"""
 import os
 import sys
 import unicodedata as ud

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "typo.h"
+#include "typing/typo.h"
 
 int main(int argc, char **argv) {
     if (argc < 2) {

@@ -2,14 +2,14 @@
  * on aarch64), the LAYA_KERNELS override, the activation-format sizes, and the P16 layout's packing and
  * row reading (load-time and per-token work, plain C). No kernels live here.
  * Built with -DLAYA_NO_SIMD (the fuzz targets), only the scalar table exists. */
-#include "kernels.h"
+#include "kernels/kernels.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "qtypes.h"
+#include "base/common.h"
+#include "io/qtypes.h"
 
 #if !defined(LAYA_NO_SIMD) && (defined(__x86_64__) || defined(__i386__))
 #define KN_X86 1

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "qtypes.h"
+#include "io/qtypes.h"
 
 /* Matrix products y = x · Wᵀ where W has N rows of K elements of a weight type (qtypes.h) and x has B
  * rows of K floats. x is first converted once per row into the "activation format" that pairs with the

@@ -4,9 +4,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "common.h"
-#include "kernels.h"
-#include "qtypes.h"
+#include "base/common.h"
+#include "kernels/kernels.h"
+#include "io/qtypes.h"
 
 /* Round to nearest, ties to even, for |v| < 2^22: adding 1.5 * 2^23 pushes the fraction out of the
  * mantissa under the default rounding mode. Chosen over roundf because every SIMD table rounds this way

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "doccache.h"
+#include "typing/doccache.h"
 
 #define CAP (1 << 16)
 

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gguf.h"
+#include "io/gguf.h"
 
 #define REQUIRE(c)                                                               \
     do {                                                                         \

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
+#include "base/json.h"
 
 static size_t walk(const json_value *v, int depth) {
     size_t n = 1;

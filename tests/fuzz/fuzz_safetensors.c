@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "json.h"
-#include "safetensors.h"
+#include "base/json.h"
+#include "io/safetensors.h"
 
 #define REQUIRE(c)                                                                       \
     do {                                                                                 \

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "gguf.h"
-#include "tokenizer.h"
-#include "tokjson.h"
+#include "base/common.h"
+#include "io/gguf.h"
+#include "tokenizer/tokenizer.h"
+#include "io/tokjson.h"
 
 static laya_token g_ids[4096];
 static char g_text[1 << 16];

@@ -3,7 +3,7 @@
  * the next shard is read. Sorting is a stable bottom-up merge sort over pointers: O(n log n) whatever the
  * input, so a hostile header cannot make duplicate or overlap detection quadratic.
  * Not here: writing safetensors, dtype conversion, anything about config.json or the tokenizer. */
-#include "safetensors.h"
+#include "io/safetensors.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "json.h"
+#include "base/common.h"
+#include "base/json.h"
 
 typedef struct st_meta {
     const char *key, *value; /* both in the file's pool */

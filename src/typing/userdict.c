@@ -2,7 +2,7 @@
  * with crc-checked records (format in userdict.h). Every mutation locks PATH.lock, catches up with the
  * file, appends one write of records and fsyncs; a journal grown past the snapshot is compacted by
  * write + fsync + rename + fsync of the directory. Not here: scoring, sensitive-field policy. */
-#include "userdict.h"
+#include "typing/userdict.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,8 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "unicode.h"
+#include "base/common.h"
+#include "base/unicode.h"
 
 #define HDR_BYTES 40
 #define REC_HEAD 16

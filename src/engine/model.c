@@ -3,7 +3,7 @@
  * directory (config.json, tokenizer.json, safetensors; MLX affine-quantized weights included), both read
  * in place from read-only maps. Every hyperparameter comes from metadata and every tensor's type and shape
  * is checked before use. The forward pass is in forward.c. */
-#include "model.h"
+#include "engine/model.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -17,9 +17,9 @@
 #include <unistd.h>
 
 #include "kernels/kernels.h"
-#include "tokjson.h"
-#include "typo.h"
-#include "vtrie.h"
+#include "io/tokjson.h"
+#include "typing/typo.h"
+#include "typing/vtrie.h"
 
 laya_model_params laya_model_default_params(void) {
     laya_model_params p = {0};

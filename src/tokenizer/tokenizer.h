@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gguf.h"
+#include "io/gguf.h"
 #include "laya.h"
 
 typedef struct tok_vocab tok_vocab;

@@ -5,10 +5,10 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "gguf.h"
-#include "pool.h"
-#include "qtypes.h"
+#include "base/common.h"
+#include "io/gguf.h"
+#include "base/pool.h"
+#include "io/qtypes.h"
 
 /* llama.cpp's LLAMA_FTYPE for a file whose matrices are all of one type. */
 static uint32_t ftype_of(uint32_t qtype) {

@@ -29,9 +29,9 @@
 
 #include <stddef.h>
 
-#include "gguf.h"
+#include "io/gguf.h"
 #include "laya.h"
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 /* Add the tokenizer.ggml.* (and laya.tokenizer.*) metadata for DIR/tokenizer.json (+ DIR/tokenizer_config.json
  * if present) to w. Keys already in w are replaced. On failure w may hold some of the keys. */

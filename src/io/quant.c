@@ -1,12 +1,12 @@
 /* quant.c — the tensor type table (ggml ids, block sizes, names) and scalar quantize/dequantize of whole
  * rows in ggml's block layouts. This is the slow, obvious path used by the loader, `laya quantize` and the
  * tests; the forward pass never calls it (its dot products live in kernels/). */
-#include "qtypes.h"
+#include "io/qtypes.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "common.h"
+#include "base/common.h"
 
 _Static_assert(sizeof(block_q8_0) == 34, "block_q8_0 layout");
 _Static_assert(sizeof(block_q4_0) == 18, "block_q4_0 layout");

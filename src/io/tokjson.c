@@ -2,7 +2,7 @@
  * conventions of tests/fixtures/gen/tokjson.py, so tok_load builds the same vocab as from a converted GGUF.
  * Everything read is untrusted: every type, id and count is checked before it sizes an allocation.
  * Not here: encoding (tokenizer.c), deciding whether a pre name is supported (tok_load does). */
-#include "tokjson.h"
+#include "io/tokjson.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -10,8 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "common.h"
-#include "json.h"
+#include "base/common.h"
+#include "base/json.h"
 
 #define MAX_ID (1 << 24)                    /* tok_load's vocabulary limit: ids stay below it */
 #define MAX_JSON_BYTES ((size_t)256 << 20)  /* Llama 3's tokenizer.json is 9 MB */

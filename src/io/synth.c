@@ -2,16 +2,16 @@
  * and metadata keys and a synthetic byte-level BPE tokenizer that really tokenizes. Each row of each
  * tensor is generated in F32 and encoded at once, so only the encoded model is ever held in memory.
  * Not here: reading models (model.c), re-encoding existing files (quantize.c). */
-#include "synth.h"
+#include "io/synth.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "gguf.h"
-#include "pool.h"
-#include "qtypes.h"
+#include "base/common.h"
+#include "io/gguf.h"
+#include "base/pool.h"
+#include "io/qtypes.h"
 
 enum { SPECIALS_CHATML, SPECIALS_LLAMA3 };
 

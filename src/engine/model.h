@@ -6,14 +6,14 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "common.h"
-#include "gguf.h"
+#include "base/common.h"
+#include "io/gguf.h"
 #include "kernels/kernels.h"
-#include "pool.h"
-#include "qtypes.h"
-#include "json.h"
-#include "safetensors.h"
-#include "tokenizer.h"
+#include "base/pool.h"
+#include "io/qtypes.h"
+#include "base/json.h"
+#include "io/safetensors.h"
+#include "tokenizer/tokenizer.h"
 
 typedef struct lm_mat {
     const void *data; /* rows × row_bytes, into the map */

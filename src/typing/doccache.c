@@ -6,14 +6,14 @@
  * starts at R0 or runs across it), so that an update can check that the text it knew is unchanged and
  * can remove words again without the caller's text. Words and pairs live in two open-addressing tables;
  * an entry whose count falls to 0 stays (it may come back) until the tables are rebuilt. */
-#include "doccache.h"
+#include "typing/doccache.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "normalize.h"
-#include "unicode.h"
+#include "base/common.h"
+#include "typing/normalize.h"
+#include "base/unicode.h"
 
 #define BEFORE 8 /* bytes kept before R0 */
 /* Runs of word characters longer than this (raw bytes) are never a word the cache counts; scans stop

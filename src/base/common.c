@@ -1,5 +1,5 @@
 /* common.c — the allocation hook, error formatting and status strings. */
-#include "common.h"
+#include "base/common.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "fwprof.h"
-#include "model.h"
+#include "engine/fwprof.h"
+#include "engine/model.h"
 
 /* Batches of up to this many rows have their activations quantized by every thread of a matmul pass into
  * its own copy, instead of each row by one thread for all (mm_quantize): no thread waits for rows another

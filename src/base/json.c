@@ -1,14 +1,14 @@
 /* json.c — strict JSON parser (one recursive descent over the bytes, bounded by a depth limit) into a flat
  * node array, and the json_buf writer. Every input byte is checked; nothing is trusted.
  * Not here: a streaming API or any output to files — callers own where the bytes go. */
-#include "json.h"
+#include "base/json.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "common.h"
+#include "base/common.h"
 
 struct json_doc {
     json_value *nodes;

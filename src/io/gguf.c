@@ -1,7 +1,7 @@
 /* gguf.c — GGUF v2/v3 reader (mmap-backed, validates everything it is given) and writer (v3).
  * It knows the container: value types, strings, arrays, tensor infos, alignment, plus the lengths of the
  * tokenizer arrays for gguf_check_token_ids. It does not know architectures or what tensors mean. */
-#include "gguf.h"
+#include "io/gguf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "qtypes.h"
+#include "base/common.h"
+#include "io/qtypes.h"
 
 #define HEADER_BYTES 24      /* magic, u32 version, u64 n_tensors, u64 n_kv */
 #define DEFAULT_ALIGN 32

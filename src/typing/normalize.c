@@ -1,9 +1,9 @@
 /* normalize.c — per-keystroke text normalization with an offset map back to the raw text (normalize.h).
  * A single forward pass over code points; output never longer than 3 bytes per input byte. */
-#include "normalize.h"
+#include "typing/normalize.h"
 
 #include "laya.h"
-#include "unicode.h"
+#include "base/unicode.h"
 
 uint32_t nz_next(const char *s, size_t n, size_t *i) {
     const unsigned char *p = (const unsigned char *)s + *i;

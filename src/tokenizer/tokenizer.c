@@ -2,13 +2,13 @@
  * Face `tokenizers`: byte-level BPE ("gpt2") with hand-coded Llama 3 / Qwen2 / GPT-2 split regexes, and
  * SentencePiece-style BPE ("llama") with byte fallback. The vocab is immutable after tok_load; all
  * per-call state lives in a tok_work. Not here: training, tokenizer.json, WordPiece/Unigram models. */
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "common.h"
-#include "unicode.h"
+#include "base/common.h"
+#include "base/unicode.h"
 
 enum { KIND_GPT2, KIND_SPM };
 enum { SPLIT_NONE, SPLIT_LLAMA3, SPLIT_QWEN2, SPLIT_GPT2, SPLIT_SMOLLM };

@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "common.h"
-#include "gguf.h"
-#include "typo.h"
+#include "base/common.h"
+#include "io/gguf.h"
+#include "typing/typo.h"
 
 #define AN_CAL_MAX 64
 

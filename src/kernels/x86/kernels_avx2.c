@@ -9,9 +9,9 @@
 #include <immintrin.h>
 #include <string.h>
 
-#include "common.h"
-#include "kernels.h"
-#include "qtypes.h"
+#include "base/common.h"
+#include "kernels/kernels.h"
+#include "io/qtypes.h"
 
 #define INLINE static inline __attribute__((always_inline))
 

@@ -7,9 +7,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "common.h"
-#include "kernels.h"
-#include "qtypes.h"
+#include "base/common.h"
+#include "kernels/kernels.h"
+#include "io/qtypes.h"
 
 /* VBMI (vpermb, vpermt2b) gathers Q4_0/Q8_0 blocks; set here rather than in the Makefile so the file
  * carries its own requirement. kernels.c hands the table out only when cpuid reports it. */

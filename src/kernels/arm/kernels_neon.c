@@ -10,9 +10,9 @@
 #include <arm_neon.h>
 #include <string.h>
 
-#include "common.h"
-#include "kernels.h"
-#include "qtypes.h"
+#include "base/common.h"
+#include "kernels/kernels.h"
+#include "io/qtypes.h"
 
 #define INLINE static inline __attribute__((always_inline))
 

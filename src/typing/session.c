@@ -10,13 +10,13 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "model.h"
-#include "normalize.h"
-#include "typo.h"
-#include "unicode.h"
-#include "doccache.h"
-#include "userdict.h"
-#include "vtrie.h"
+#include "engine/model.h"
+#include "typing/normalize.h"
+#include "typing/typo.h"
+#include "base/unicode.h"
+#include "typing/doccache.h"
+#include "typing/userdict.h"
+#include "typing/vtrie.h"
 
 #define MAX_SLOTS (LAYA_MAX_CANDIDATES + 2)
 #define MAX_STEPS 32

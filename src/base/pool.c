@@ -13,14 +13,14 @@
  * line) and its first claim waited on the caller's. A transfer costs about 0.28 us one way on the
  * 2-vCPU guests measured (a round trip of two lines 0.56 us), and a decode step of the typing model is
  * 33 jobs. docs/PERFORMANCE-LOG.md, twenty-first session, has the figures. */
-#include "pool.h"
+#include "base/pool.h"
 
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <time.h>
 
-#include "common.h"
+#include "base/common.h"
 
 #define SPIN_PAUSE 2000   /* pause-spins before yielding: covers the gap between jobs of one pass */
 #define SPIN_YIELD 200    /* sched_yield rounds before sleeping on the condition variable */

@@ -4,8 +4,8 @@
  * Weights go through F32 row by row and are re-encoded to the requested type. */
 #include <stdio.h>
 
-#include "model.h"
-#include "tokjson.h"
+#include "engine/model.h"
+#include "io/tokjson.h"
 
 typedef struct cv {
     gguf_writer *w;

@@ -2,13 +2,13 @@
  * rows of their common prefix; a prefix that is already too far from the typed word skips, by binary
  * search, every word that starts with it), and a Damerau-Levenshtein program over code points that keeps
  * two tables: edit counts (for the bound) and weighted costs (the prior). Not here: the model's decision. */
-#include "typo.h"
+#include "typing/typo.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "common.h"
-#include "unicode.h"
+#include "base/common.h"
+#include "base/unicode.h"
 
 #define DEPTH_MAX (TY_CHARS_MAX + 4) /* rows: a word longer than typed + max_edits is cut at that depth */
 

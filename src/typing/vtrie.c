@@ -1,11 +1,11 @@
 /* vtrie.c — the sorted table of token strings behind token healing (vtrie.h). A sorted array rather than a
  * pointer trie: one allocation, cache-friendly binary searches, and the "starts with" set is a range. */
-#include "vtrie.h"
+#include "typing/vtrie.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
+#include "base/common.h"
 
 /* qsort has no context argument: the model is passed through a thread-local (building is not a hot path). */
 static _Thread_local const laya_model *sort_model;
