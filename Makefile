@@ -5,7 +5,9 @@ OPT     ?= -O2
 WERROR  ?=
 CFLAGS  ?=
 CFLAGS  += -std=c11 $(OPT) -g -Wall -Wextra -Wshadow $(WERROR) -fPIC -fvisibility=hidden \
-           -D_GNU_SOURCE -DLAYA_BUILD -Iinclude -Isrc -MMD -MP
+           -D_GNU_SOURCE -Iinclude -MMD -MP
+# The library, its tests and the dev programs see the internal headers; the command line does not.
+LIB_CFLAGS := -DLAYA_BUILD -Isrc
 LDLIBS  += -lm -lpthread
 
 ARCH := $(shell $(CC) -dumpmachine)
@@ -23,7 +25,7 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-all: $(BUILD)/laya $(BUILD)/liblaya.a $(BUILD)/liblaya.so
+all: $(BUILD)/laya $(BUILD)/liblaya.a $(BUILD)/liblaya.so $(BUILD)/laya-synth
 
 # Per-file ISA flags: intrinsics only in these files; the dispatcher picks one at run time.
 $(BUILD)/src/kernels/x86/kernels_avx2.o: CFLAGS += -mavx2 -mfma -mf16c
@@ -39,7 +41,7 @@ $(BUILD)/src/kernels/%.o: CFLAGS += -falign-loops=64
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) $(LIB_CFLAGS) -c $< -o $@
 
 $(BUILD)/liblaya.a: $(LIB_OBJ)
 	@rm -f $@
@@ -48,8 +50,18 @@ $(BUILD)/liblaya.a: $(LIB_OBJ)
 $(BUILD)/liblaya.so: $(LIB_OBJ)
 	$(CC) -shared -o $@ $^ $(LDLIBS)
 
-TOOL_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tools/*.c))
-$(BUILD)/laya: $(TOOL_OBJ) $(BUILD)/liblaya.a
+# The command line is a client of include/laya.h alone (issue 42): built without -Isrc, so an internal
+# include fails here, and linked against liblaya.so, whose exports are the public API; '$$ORIGIN' finds the
+# library beside the binary wherever build/ is.
+CLI_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tools/*.c) eval/harness.c)
+$(CLI_OBJ): $(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itools -c $< -o $@
+$(BUILD)/laya: $(CLI_OBJ) $(BUILD)/liblaya.so
+	$(CC) -o $@ $(CLI_OBJ) -L$(BUILD) -llaya -Wl,-rpath,'$$ORIGIN' $(LDLIBS)
+
+# Dev programs (bench/): random-weight models of real shapes. They may use internal headers.
+$(BUILD)/laya-synth: $(BUILD)/bench/synth_main.o $(BUILD)/bench/synth.o $(BUILD)/liblaya.a
 	$(CC) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/liblaya.a

@@ -46,6 +46,9 @@ const char *cli_default_model(char *buf, size_t cap);
 /* Loads a model (path NULL: the default model) or prints the loader's message and returns NULL. */
 laya_model *cli_load(const char *path, int32_t n_threads, int vocab_only);
 
+/* Milliseconds on the monotonic clock: the one clock of every timing the tools print. */
+double cli_now_ms(void);
+
 int cmd_info(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_score(int argc, char **argv);
@@ -53,7 +56,9 @@ int cmd_run(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_annotate(int argc, char **argv);
-int cmd_synth(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+int cmd_suggest(int argc, char **argv); /* cmd_session.c */
+int cmd_type(int argc, char **argv);
+int cmd_eval(int argc, char **argv); /* eval/harness.c: the simulated user */
 
 #endif

@@ -11,11 +11,10 @@
 #include <time.h>
 
 #include "cli.h"
-#include "engine/fwprof.h"
-#include "base/json.h"
+#include "cli_json.h"
 
 #define HELP_BENCH                                                                                        \
-    "usage: laya bench [-m MODEL] [--threads N] [--reps R] [--prefix P] [--kv f32|f16] [--profile] [--floor]\n"      \
+    "usage: laya bench [-m MODEL] [--threads N] [--reps R] [--prefix P] [--kv f32|f16] [--floor]\n"                  \
     "                  [--json]\n"                                                                       \
     "Measures, on one context of 8 sequences:\n"                                                          \
     "  prefill: tokens/s of one batch of 8, 64 and 512 tokens into an empty sequence (R runs each)\n"     \
@@ -23,8 +22,6 @@
     "           prefix, gets one new token with logits (max(8, 4R) steps each)\n"                          \
     "  load:    ms for laya_model_load (the first and only load of this process)\n"                      \
     "  memory:  peak RSS in MB (getrusage)\n"                                                             \
-    "  profile: with --profile, mean ms per decode step by phase for B = 1 and 4 (separate runs: the\n"  \
-    "           timing adds a little to each step)\n"                                                    \
     "  floor:   with --floor, the memory floor side by side: three rounds, each of them for every B a\n"   \
     "           plain read loop (as many threads; the fastest of one stream or two a thread, each with\n"  \
     "           and without prefetches) over the bytes one step reads (laya_model_info step_bytes plus\n" \
@@ -35,15 +32,10 @@
     "  context the candidates share; --kv the KV cache type (laya_context_params.kv_type, default f32).\n"  \
     "  --json prints\n"                                                                                   \
     "  {\"prefill_tok_s\":{\"8\":x,\"64\":x,\"512\":x},\"decode_ms\":{\"1\":x,\"2\":x,\"4\":x,\"8\":x},\n" \
-    "   \"load_ms\":x,\"first_token_ms\":x,\"ready_ms\":x,\"peak_rss_mb\":x[,\"profile\":{\"1\":{PHASE:ms,...},\"4\":{...}}]\n" \
+    "   \"load_ms\":x,\"first_token_ms\":x,\"ready_ms\":x,\"peak_rss_mb\":x\n"                                    \
     "   [,\"floor\":{\"B\":{\"mb\":x,\"floor_ms\":x,\"gb_s\":x,\"step_ms\":x,\"ratio\":x,\"ratio_min\":x,\"ratio_max\":x},...}]}\n" \
-    "  (medians; mb = 10^6 bytes)\n"
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+    "  (medians; mb = 10^6 bytes)\n"                                                                     \
+    "The decode step by phase (a profiling build of the library): make profile.\n"
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -76,9 +68,9 @@ static int decode_steps(laya_context *c, int B, int prefix, int steps, const lay
     laya_seq_truncate(c, 0, prefix);
     for (int step = -1; step < steps; step++) {
         for (int j = 0; j < B; j++) btok[j] = tok[(prefix + step + 1 + j * 7) % 512];
-        double t = now_ms();
+        double t = cli_now_ms();
         if (laya_decode(c, (laya_batch){B, btok, bseq, want})) return cli_fail("decode: %s", laya_context_error(c));
-        if (step >= 0) samples[step] = now_ms() - t;
+        if (step >= 0) samples[step] = cli_now_ms() - t;
     }
     return CLI_OK;
 }
@@ -174,11 +166,11 @@ static void floor_passes(floor_job *f, double *samples) {
     f->passes++; /* pass 1 is the untimed one */
     for (int g = 1; g <= f->passes; g++) {
         atomic_store_explicit(&f->done, 0, memory_order_relaxed);
-        double t = now_ms();
+        double t = cli_now_ms();
         atomic_store_explicit(&f->gen, g, memory_order_release);
         floor_part(f, 0);
         while (atomic_load_explicit(&f->done, memory_order_acquire) < started - 1) {}
-        if (g > 1) samples[g - 2] = now_ms() - t;
+        if (g > 1) samples[g - 2] = cli_now_ms() - t;
     }
     atomic_store_explicit(&f->gen, f->passes + 1, memory_order_release);
     for (int t = 1; t < started; t++) pthread_join(th[t], NULL);
@@ -195,7 +187,7 @@ int cmd_bench(int argc, char **argv) {
     const char *model = NULL;
     const char *kv = "f32";
     long threads = 0, reps = 5, prefix = 64;
-    int json = 0, profile = 0, floor_on = 0;
+    int json = 0, floor_on = 0;
     for (p.i = 0; p.i < argc; p.i++) {
         const char *v;
         if (arg_help(&p)) {
@@ -208,7 +200,6 @@ int cmd_bench(int argc, char **argv) {
         else if (arg_int(&p, NULL, "--prefix", 16, 448, &prefix)) {}
         else if ((v = arg_str(&p, NULL, "--kv"))) kv = v;
         else if (arg_is(&p, NULL, "--json")) json = 1;
-        else if (arg_is(&p, NULL, "--profile")) profile = 1;
         else if (arg_is(&p, NULL, "--floor")) floor_on = 1;
         else if (!p.bad) return cli_usage_error("bench", "unknown argument '%s'", argv[p.i]);
         if (p.bad) return CLI_USAGE;
@@ -217,10 +208,10 @@ int cmd_bench(int argc, char **argv) {
     static char defbuf[4200];
     if (!model) model = cli_default_model(defbuf, sizeof defbuf); /* NULL: cli_load says so */
 
-    double t0 = now_ms();
+    double t0 = cli_now_ms();
     laya_model *m = cli_load(model, (int32_t)threads, 0);
     if (!m) return CLI_FAIL;
-    double load_ms = now_ms() - t0;
+    double load_ms = cli_now_ms() - t0;
 
     int rc = CLI_OK;
     void *fbuf = MAP_FAILED; /* --floor's read buffer */
@@ -269,9 +260,9 @@ int cmd_bench(int argc, char **argv) {
     /* load to first token: a context and one decode step, as a keyboard's first key press needs; then
      * the copy of pack_weights, which the steady-state figures below are meant to include */
     DECODE(((laya_batch){1, tok, seq, NULL}));
-    double first_ms = now_ms() - t0;
+    double first_ms = cli_now_ms() - t0;
     laya_model_wait_ready(m);
-    double ready_ms = now_ms() - t0;
+    double ready_ms = cli_now_ms() - t0;
     laya_seq_truncate(c, 0, 0);
     /* warm-up: first touch of the weights and scratch */
     DECODE(((laya_batch){8, tok, seq, NULL}));
@@ -280,9 +271,9 @@ int cmd_bench(int argc, char **argv) {
         int n = k_prefill[k];
         for (int r = 0; r < reps; r++) {
             laya_seq_truncate(c, 0, 0);
-            double t = now_ms();
+            double t = cli_now_ms();
             DECODE(((laya_batch){n, tok, seq, NULL}));
-            double dt = now_ms() - t;
+            double dt = cli_now_ms() - t;
             samples[r] = dt > 0 ? n / (dt / 1e3) : INFINITY;
         }
         pre[k] = summarize(samples, (int)reps);
@@ -293,31 +284,6 @@ int cmd_bench(int argc, char **argv) {
     for (int k = 0; k < 4; k++) {
         if ((rc = decode_steps(c, k_batch[k], prefix, steps, tok, want, samples))) goto done;
         dec[k] = summarize(samples, steps);
-    }
-    /* Per-phase profile: the same decode steps again with timing on (sequences 0..B-1 are at prefix + steps
-     * + 1 or less, so they still fit). */
-    static const int k_prof[2] = {1, 4};
-    double prof[2][FP_N] = {{0}};
-    for (int k = 0; profile && k < 2; k++) {
-        int B = k_prof[k];
-        int32_t bseq[N_SEQ];
-        laya_token btok[N_SEQ];
-        for (int j = 0; j < B; j++) {
-            bseq[j] = j;
-            laya_seq_fork(c, 0, j, prefix);
-        }
-        laya_seq_truncate(c, 0, prefix);
-        for (int j = 0; j < B; j++) btok[j] = tok[j];
-        DECODE(((laya_batch){B, btok, bseq, want}));
-        fw_profile_enable(c, 1);
-        for (int step = 0; step < steps; step++) {
-            for (int j = 0; j < B; j++) btok[j] = tok[(prefix + step + 1 + j * 7) % 512];
-            DECODE(((laya_batch){B, btok, bseq, want}));
-        }
-        int64_t nd;
-        fw_profile_read(c, prof[k], &nd);
-        fw_profile_enable(c, 0);
-        for (int f = 0; f < FP_N; f++) prof[k][f] /= (double)(nd ? nd : 1);
     }
 #undef DECODE
 
@@ -400,96 +366,79 @@ int cmd_bench(int argc, char **argv) {
         free(fs), free(fsamp);
     }
 
-    json_buf b;
-    json_buf_init(&b);
+    cj_buf b;
+    cj_init(&b);
     if (json) {
-        json_buf_cstr(&b, "{\"prefill_tok_s\":{");
+        cj_cstr(&b, "{\"prefill_tok_s\":{");
         for (int k = 0; k < 3; k++) {
-            json_buf_printf(&b, "%s\"%d\":", k ? "," : "", k_prefill[k]);
-            json_buf_num(&b, pre[k].med);
+            cj_printf(&b, "%s\"%d\":", k ? "," : "", k_prefill[k]);
+            cj_num(&b, pre[k].med);
         }
-        json_buf_cstr(&b, "},\"decode_ms\":{");
+        cj_cstr(&b, "},\"decode_ms\":{");
         for (int k = 0; k < 4; k++) {
-            json_buf_printf(&b, "%s\"%d\":", k ? "," : "", k_batch[k]);
-            json_buf_num(&b, dec[k].med);
+            cj_printf(&b, "%s\"%d\":", k ? "," : "", k_batch[k]);
+            cj_num(&b, dec[k].med);
         }
-        json_buf_cstr(&b, "},\"load_ms\":");
-        json_buf_num(&b, load_ms);
-        json_buf_cstr(&b, ",\"first_token_ms\":");
-        json_buf_num(&b, first_ms);
-        json_buf_cstr(&b, ",\"ready_ms\":");
-        json_buf_num(&b, ready_ms);
-        json_buf_cstr(&b, ",\"peak_rss_mb\":");
-        json_buf_num(&b, rss_mb);
-        for (int k = 0; profile && k < 2; k++) {
-            json_buf_printf(&b, "%s\"%d\":{", k ? "}," : ",\"profile\":{", k_prof[k]);
-            for (int f = 0; f < FP_N; f++) {
-                json_buf_printf(&b, "%s\"%s\":", f ? "," : "", fw_prof_names[f]);
-                json_buf_num(&b, prof[k][f]);
-            }
-            if (k == 1) json_buf_cstr(&b, "}}");
-        }
+        cj_cstr(&b, "},\"load_ms\":");
+        cj_num(&b, load_ms);
+        cj_cstr(&b, ",\"first_token_ms\":");
+        cj_num(&b, first_ms);
+        cj_cstr(&b, ",\"ready_ms\":");
+        cj_num(&b, ready_ms);
+        cj_cstr(&b, ",\"peak_rss_mb\":");
+        cj_num(&b, rss_mb);
         for (int k = 0; floor_on && k < 4; k++) {
-            json_buf_printf(&b, "%s\"%d\":{\"mb\":", k ? "," : ",\"floor\":{", k_batch[k]);
-            json_buf_num(&b, fl[k].mb);
-            json_buf_cstr(&b, ",\"floor_ms\":");
-            json_buf_num(&b, fl[k].floor_ms);
-            json_buf_cstr(&b, ",\"gb_s\":");
-            json_buf_num(&b, fl[k].mb / fl[k].floor_ms); /* MB per ms */
-            json_buf_cstr(&b, ",\"step_ms\":");
-            json_buf_num(&b, fl[k].step_ms);
-            json_buf_cstr(&b, ",\"ratio\":");
-            json_buf_num(&b, fl[k].ratio);
-            json_buf_cstr(&b, ",\"ratio_min\":");
-            json_buf_num(&b, fl[k].rmin);
-            json_buf_cstr(&b, ",\"ratio_max\":");
-            json_buf_num(&b, fl[k].rmax);
-            json_buf_cstr(&b, k == 3 ? "}}" : "}");
+            cj_printf(&b, "%s\"%d\":{\"mb\":", k ? "," : ",\"floor\":{", k_batch[k]);
+            cj_num(&b, fl[k].mb);
+            cj_cstr(&b, ",\"floor_ms\":");
+            cj_num(&b, fl[k].floor_ms);
+            cj_cstr(&b, ",\"gb_s\":");
+            cj_num(&b, fl[k].mb / fl[k].floor_ms); /* MB per ms */
+            cj_cstr(&b, ",\"step_ms\":");
+            cj_num(&b, fl[k].step_ms);
+            cj_cstr(&b, ",\"ratio\":");
+            cj_num(&b, fl[k].ratio);
+            cj_cstr(&b, ",\"ratio_min\":");
+            cj_num(&b, fl[k].rmin);
+            cj_cstr(&b, ",\"ratio_max\":");
+            cj_num(&b, fl[k].rmax);
+            cj_cstr(&b, k == 3 ? "}}" : "}");
         }
-        json_buf_cstr(&b, "}\n");
+        cj_cstr(&b, "}\n");
     } else {
-        json_buf_printf(&b, "model %s, backend %s, %ld reps, %d decode steps\n", model, laya_cpu_backend(), reps,
+        cj_printf(&b, "model %s, backend %s, %ld reps, %d decode steps\n", model, laya_cpu_backend(), reps,
                         steps);
-        json_buf_printf(&b, "%-22s %12s %12s %12s\n", "", "median", "p10", "p90");
+        cj_printf(&b, "%-22s %12s %12s %12s\n", "", "median", "p10", "p90");
         for (int k = 0; k < 3; k++) {
             char label[40];
             snprintf(label, sizeof label, "prefill %d (tok/s)", k_prefill[k]);
-            json_buf_printf(&b, "%-22s %12.1f %12.1f %12.1f\n", label, pre[k].med, pre[k].p10, pre[k].p90);
+            cj_printf(&b, "%-22s %12.1f %12.1f %12.1f\n", label, pre[k].med, pre[k].p10, pre[k].p90);
         }
         for (int k = 0; k < 4; k++) {
             char label[40];
             snprintf(label, sizeof label, "decode B=%d (ms/step)", k_batch[k]);
-            json_buf_printf(&b, "%-22s %12.3f %12.3f %12.3f\n", label, dec[k].med, dec[k].p10, dec[k].p90);
+            cj_printf(&b, "%-22s %12.3f %12.3f %12.3f\n", label, dec[k].med, dec[k].p10, dec[k].p90);
         }
-        json_buf_printf(&b, "%-22s %12.1f\n", "load (ms)", load_ms);
-        json_buf_printf(&b, "%-22s %12.1f\n", "first token (ms)", first_ms);
-        json_buf_printf(&b, "%-22s %12.1f\n", "weights packed (ms)", ready_ms);
-        json_buf_printf(&b, "%-22s %12.1f\n", "peak RSS (MB)", rss_mb);
-        if (profile) {
-            json_buf_printf(&b, "decode step by phase (mean ms)  %10s %10s\n", "B=1", "B=4");
-            double tot[2] = {0, 0};
-            for (int f = 0; f < FP_N; f++) {
-                json_buf_printf(&b, "  %-31s %10.3f %10.3f\n", fw_prof_names[f], prof[0][f], prof[1][f]);
-                if (f != FP_SYNC) tot[0] += prof[0][f], tot[1] += prof[1][f];
-            }
-            json_buf_printf(&b, "  %-31s %10.3f %10.3f\n", "total", tot[0], tot[1]);
-        }
+        cj_printf(&b, "%-22s %12.1f\n", "load (ms)", load_ms);
+        cj_printf(&b, "%-22s %12.1f\n", "first token (ms)", first_ms);
+        cj_printf(&b, "%-22s %12.1f\n", "weights packed (ms)", ready_ms);
+        cj_printf(&b, "%-22s %12.1f\n", "peak RSS (MB)", rss_mb);
         if (floor_on) {
-            json_buf_printf(&b, "memory floor, side by side (%d rounds of: a read loop over the bytes a step reads, then the steps)\n",
-                            FLOOR_ROUNDS);
-            json_buf_printf(&b, "%-22s %9s %9s %9s %9s %11s %13s\n", "", "MB read", "floor ms", "GB/s", "step ms",
-                            "step/floor", "(min-max)");
+            cj_printf(&b, "memory floor, side by side (%d rounds of: a read loop over the bytes a step reads, then the steps)\n",
+                  FLOOR_ROUNDS);
+            cj_printf(&b, "%-22s %9s %9s %9s %9s %11s %13s\n", "", "MB read", "floor ms", "GB/s", "step ms",
+                  "step/floor", "(min-max)");
             for (int k = 0; k < 4; k++) {
                 char label[40];
                 snprintf(label, sizeof label, "decode B=%d", k_batch[k]);
-                json_buf_printf(&b, "%-22s %9.1f %9.3f %9.1f %9.3f %11.2f %6.2f-%.2f\n", label, fl[k].mb, fl[k].floor_ms,
-                                fl[k].mb / fl[k].floor_ms, fl[k].step_ms, fl[k].ratio, fl[k].rmin, fl[k].rmax);
+                cj_printf(&b, "%-22s %9.1f %9.3f %9.1f %9.3f %11.2f %6.2f-%.2f\n", label, fl[k].mb, fl[k].floor_ms,
+                      fl[k].mb / fl[k].floor_ms, fl[k].step_ms, fl[k].ratio, fl[k].rmin, fl[k].rmax);
             }
         }
     }
-    if (json_buf_status(&b)) rc = cli_fail("out of memory");
+    if (b.oom) rc = cli_fail("out of memory");
     else if (fwrite(b.p, 1, b.len, stdout) != b.len || fflush(stdout)) rc = cli_fail("writing to stdout failed");
-    json_buf_free(&b);
+    cj_free(&b);
 done:
     if (fbuf != MAP_FAILED) munmap(fbuf, fcap);
     free(tok);

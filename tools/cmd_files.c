@@ -1,12 +1,10 @@
-/* cmd_files.c — the subcommands that write model files: quantize (re-encode a GGUF) and synth (a
- * random-weight model with a real model's shapes). Thin wrappers over laya_quantize_file and synth_write.
+/* cmd_files.c — the subcommands that write model files: quantize (re-encode a GGUF), annotate (add
+ * typing metadata) and convert (a Hugging Face / MLX directory). Thin wrappers over the public API.
  * Not here: downloading or converting models from other formats. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
-#include "io/synth.h"
 
 #define HELP_QUANTIZE                                                                                   \
     "usage: laya quantize IN.gguf OUT.gguf TYPE\n"                                                      \
@@ -20,13 +18,6 @@
     "usage: laya convert MODEL_DIR OUT.gguf [--type F32|F16|Q8_0|Q4_0]\n"                              \
     "Writes a Hugging Face model directory (config.json, tokenizer.json, safetensors; F32/F16/BF16 or\n"  \
     "MLX 4/8-bit) as a GGUF file that llama.cpp loads too. --type defaults to F16.\n"
-
-#define HELP_SYNTH                                                                                      \
-    "usage: laya synth --shape NAME -o OUT.gguf [--type T] [--seed S]\n"                                \
-    "Writes a model with random N(0, 0.02) weights (norms 1) and the exact shapes and metadata of a\n"  \
-    "real one, plus a synthetic byte-level BPE tokenizer. T: F32, F16, Q8_0 (default) or Q4_0.\n"       \
-    "S: a 64-bit seed (default 0); the same seed gives the same file.\n"                                \
-    "shapes:"
 
 int cmd_quantize(int argc, char **argv) {
     const char *pos[3];
@@ -100,40 +91,5 @@ int cmd_convert(int argc, char **argv) {
     char err[LAYA_ERR_MSG_MAX] = "";
     laya_status st = laya_convert(pos[0], pos[1], type, err, sizeof err);
     if (st) return cli_fail("convert: %s", err[0] ? err : laya_status_str(st));
-    return CLI_OK;
-}
-
-int cmd_synth(int argc, char **argv) {
-    argp p = {"synth", argc, argv, 0, 0};
-    const char *shape = NULL, *out = NULL, *type = "Q8_0", *seed_s = NULL;
-    for (p.i = 0; p.i < argc; p.i++) {
-        const char *v;
-        if (arg_help(&p)) {
-            fputs(HELP_SYNTH, stdout);
-            for (const char *const *s = synth_shape_names(); *s; s++) printf(" %s", *s);
-            putchar('\n');
-            return CLI_OK;
-        }
-        if ((v = arg_str(&p, NULL, "--shape"))) shape = v;
-        else if ((v = arg_str(&p, "-o", "--output"))) out = v;
-        else if ((v = arg_str(&p, NULL, "--type"))) type = v;
-        else if ((v = arg_str(&p, NULL, "--seed"))) seed_s = v;
-        else if (!p.bad) return cli_usage_error("synth", "unknown argument '%s'", argv[p.i]);
-        if (p.bad) return CLI_USAGE;
-    }
-    if (!shape) return cli_usage_error("synth", "missing --shape NAME");
-    if (!out) return cli_usage_error("synth", "missing -o OUT.gguf");
-    uint64_t seed = 0;
-    if (seed_s) {
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(seed_s, &end, 0);
-        if (errno || *end || end == seed_s || seed_s[0] == '-')
-            return cli_usage_error("synth", "--seed: '%s' is not a non-negative integer", seed_s);
-        seed = v;
-    }
-    char err[LAYA_ERR_MSG_MAX] = "";
-    laya_status st = synth_write(shape, type, seed, out, err, sizeof err);
-    if (st) return cli_fail("synth: %s", err[0] ? err : laya_status_str(st));
     return CLI_OK;
 }

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "base/json.h"
+#include "cli_json.h"
 
 #define HELP_INFO                                                                                         \
     "usage: laya info [-m MODEL] [--json]\n"                                                                \
@@ -70,10 +70,10 @@ static int scan(const char *cmd, const char *help, int argc, char **argv, model_
 }
 
 /* Writes the buffer to stdout; reports a failed write (a closed pipe, a full disk). */
-static int emit(json_buf *b) {
-    if (json_buf_status(b)) return cli_fail("out of memory");
+static int emit(cj_buf *b) {
+    if (b->oom) return cli_fail("out of memory");
     if (b->len && fwrite(b->p, 1, b->len, stdout) != b->len) return cli_fail("writing to stdout failed");
-    json_buf_clear(b);
+    cj_clear(b);
     return CLI_OK;
 }
 
@@ -109,74 +109,74 @@ int cmd_info(int argc, char **argv) {
     const char *backend = laya_cpu_backend();
     int32_t nv_tok = laya_n_vocab(m);
 
-    json_buf b;
-    json_buf_init(&b);
+    cj_buf b;
+    cj_init(&b);
     if (o.json) {
-        json_buf_cstr(&b, "{\"path\":");
-        json_buf_str(&b, o.model, strlen(o.model));
-        json_buf_cstr(&b, ",\"name\":");
-        json_buf_str(&b, mi.name ? mi.name : "", mi.name ? strlen(mi.name) : 0);
-        json_buf_cstr(&b, ",\"arch\":");
-        json_buf_str(&b, mi.arch, strlen(mi.arch));
-        json_buf_printf(&b,
+        cj_cstr(&b, "{\"path\":");
+        cj_str(&b, o.model, strlen(o.model));
+        cj_cstr(&b, ",\"name\":");
+        cj_str(&b, mi.name ? mi.name : "", mi.name ? strlen(mi.name) : 0);
+        cj_cstr(&b, ",\"arch\":");
+        cj_str(&b, mi.arch, strlen(mi.arch));
+        cj_printf(&b,
                         ",\"shape\":{\"n_vocab\":%d,\"n_embd\":%d,\"n_layer\":%d,\"n_head\":%d,\"n_head_kv\":%d,"
                         "\"head_dim\":%d,\"n_ff\":%d,\"n_ctx_train\":%d,\"rope_theta\":",
                         mi.n_vocab, mi.n_embd, mi.n_layer, mi.n_head, mi.n_head_kv, mi.head_dim, mi.n_ff,
                         mi.n_ctx_train);
-        json_buf_f32(&b, mi.rope_theta);
-        json_buf_cstr(&b, ",\"norm_eps\":");
-        json_buf_f32(&b, mi.norm_eps);
-        json_buf_printf(&b, ",\"rope_neox\":%s,\"tied_output\":%s,\"has_qkv_bias\":%s,\"has_qk_norm\":%s}",
+        cj_f32(&b, mi.rope_theta);
+        cj_cstr(&b, ",\"norm_eps\":");
+        cj_f32(&b, mi.norm_eps);
+        cj_printf(&b, ",\"rope_neox\":%s,\"tied_output\":%s,\"has_qkv_bias\":%s,\"has_qk_norm\":%s}",
                         mi.rope_neox ? "true" : "false", mi.tied_output ? "true" : "false",
                         mi.has_qkv_bias ? "true" : "false", mi.has_qk_norm ? "true" : "false");
-        json_buf_printf(&b, ",\"n_params\":%llu,\"n_tensors\":%d,\"tensor_types\":{",
+        cj_printf(&b, ",\"n_params\":%llu,\"n_tensors\":%d,\"tensor_types\":{",
                         (unsigned long long)mi.n_params, n_tensors);
         for (int k = 0; k < n_types; k++) {
-            if (k) json_buf_raw(&b, ",", 1);
-            json_buf_str(&b, types[k], strlen(types[k]));
-            json_buf_printf(&b, ":%d", counts[k]);
+            if (k) cj_raw(&b, ",", 1);
+            cj_str(&b, types[k], strlen(types[k]));
+            cj_printf(&b, ":%d", counts[k]);
         }
-        json_buf_cstr(&b, "},\"tokenizer\":{\"model\":");
-        json_buf_str(&b, mi.tok_model ? mi.tok_model : "", mi.tok_model ? strlen(mi.tok_model) : 0);
-        json_buf_cstr(&b, ",\"pre\":");
-        json_buf_str(&b, mi.tok_pre ? mi.tok_pre : "", mi.tok_pre ? strlen(mi.tok_pre) : 0);
-        json_buf_printf(&b, ",\"n_vocab\":%d,\"bos\":%d,\"eos\":%d,\"add_bos\":%s}", nv_tok, mi.bos, mi.eos,
+        cj_cstr(&b, "},\"tokenizer\":{\"model\":");
+        cj_str(&b, mi.tok_model ? mi.tok_model : "", mi.tok_model ? strlen(mi.tok_model) : 0);
+        cj_cstr(&b, ",\"pre\":");
+        cj_str(&b, mi.tok_pre ? mi.tok_pre : "", mi.tok_pre ? strlen(mi.tok_pre) : 0);
+        cj_printf(&b, ",\"n_vocab\":%d,\"bos\":%d,\"eos\":%d,\"add_bos\":%s}", nv_tok, mi.bos, mi.eos,
                         mi.add_bos ? "true" : "false");
-        json_buf_printf(&b, ",\"memory\":{\"file_bytes\":%llu,\"weight_bytes\":%llu,\"packed_bytes\":%llu,\"kv_bytes_per_pos\":%llu}",
+        cj_printf(&b, ",\"memory\":{\"file_bytes\":%llu,\"weight_bytes\":%llu,\"packed_bytes\":%llu,\"kv_bytes_per_pos\":%llu}",
                         (unsigned long long)mi.file_bytes, (unsigned long long)mi.weight_bytes,
                         (unsigned long long)mi.packed_bytes,
                         (unsigned long long)kv_per_pos);
-        json_buf_cstr(&b, ",\"cpu_backend\":");
-        json_buf_str(&b, backend, strlen(backend));
-        json_buf_cstr(&b, "}\n");
+        cj_cstr(&b, ",\"cpu_backend\":");
+        cj_str(&b, backend, strlen(backend));
+        cj_cstr(&b, "}\n");
     } else {
-        json_buf_printf(&b, "model:      %s\n", o.model);
-        json_buf_printf(&b, "name:       %s\n", mi.name && mi.name[0] ? mi.name : "(none)");
-        json_buf_printf(&b, "arch:       %s (rope %s%s%s%s)\n", mi.arch, mi.rope_neox ? "neox" : "normal",
+        cj_printf(&b, "model:      %s\n", o.model);
+        cj_printf(&b, "name:       %s\n", mi.name && mi.name[0] ? mi.name : "(none)");
+        cj_printf(&b, "arch:       %s (rope %s%s%s%s)\n", mi.arch, mi.rope_neox ? "neox" : "normal",
                         mi.tied_output ? ", tied output" : "", mi.has_qkv_bias ? ", qkv bias" : "",
                         mi.has_qk_norm ? ", q/k norm" : "");
-        json_buf_printf(&b,
+        cj_printf(&b,
                         "shape:      %d layers, embd %d, %d heads (%d kv) of %d, ff %d, vocab %d, ctx %d\n",
                         mi.n_layer, mi.n_embd, mi.n_head, mi.n_head_kv, mi.head_dim, mi.n_ff, mi.n_vocab,
                         mi.n_ctx_train);
-        json_buf_printf(&b, "rope:       theta %g, norm eps %g\n", mi.rope_theta, mi.norm_eps);
-        json_buf_printf(&b, "params:     %.2f M\n", (double)mi.n_params / 1e6);
-        json_buf_printf(&b, "tensors:    %d (", n_tensors);
-        for (int k = 0; k < n_types; k++) json_buf_printf(&b, "%s%s: %d", k ? ", " : "", types[k], counts[k]);
-        json_buf_cstr(&b, ")\n");
-        json_buf_printf(&b, "tokenizer:  %s, pre %s, %d tokens, bos %d, eos %d, add_bos %d\n",
+        cj_printf(&b, "rope:       theta %g, norm eps %g\n", mi.rope_theta, mi.norm_eps);
+        cj_printf(&b, "params:     %.2f M\n", (double)mi.n_params / 1e6);
+        cj_printf(&b, "tensors:    %d (", n_tensors);
+        for (int k = 0; k < n_types; k++) cj_printf(&b, "%s%s: %d", k ? ", " : "", types[k], counts[k]);
+        cj_cstr(&b, ")\n");
+        cj_printf(&b, "tokenizer:  %s, pre %s, %d tokens, bos %d, eos %d, add_bos %d\n",
                         mi.tok_model ? mi.tok_model : "?", mi.tok_pre ? mi.tok_pre : "?", nv_tok, mi.bos, mi.eos,
                         mi.add_bos);
-        json_buf_printf(&b, "memory:     file %.1f MiB, weights %.1f MiB, KV %.1f KiB per position (F32; %.1f F16)\n",
+        cj_printf(&b, "memory:     file %.1f MiB, weights %.1f MiB, KV %.1f KiB per position (F32; %.1f F16)\n",
                         (double)mi.file_bytes / 1048576.0, (double)mi.weight_bytes / 1048576.0,
                         (double)kv_per_pos / 1024.0, (double)kv_per_pos / 2048.0);
         if (mi.packed_bytes)
-            json_buf_printf(&b, "packed:     %.1f MiB of block-quantized matrices copied into the kernels' order (LAYA_PACK=0: none)\n",
+            cj_printf(&b, "packed:     %.1f MiB of block-quantized matrices copied into the kernels' order (LAYA_PACK=0: none)\n",
                             (double)mi.packed_bytes / 1048576.0);
-        json_buf_printf(&b, "cpu:        %s\n", backend);
+        cj_printf(&b, "cpu:        %s\n", backend);
     }
     rc = emit(&b);
-    json_buf_free(&b);
+    cj_free(&b);
     laya_model_free(m);
     return rc;
 }
@@ -199,10 +199,10 @@ static laya_status tokenize(const laya_model *m, const char *text, size_t len, l
     return LAYA_ERR_CAPACITY;
 }
 
-static void put_ids(json_buf *b, const laya_token *ids, size_t n) {
-    json_buf_raw(b, "[", 1);
-    for (size_t i = 0; i < n; i++) json_buf_printf(b, i ? ",%d" : "%d", ids[i]);
-    json_buf_raw(b, "]", 1);
+static void put_ids(cj_buf *b, const laya_token *ids, size_t n) {
+    cj_raw(b, "[", 1);
+    for (size_t i = 0; i < n; i++) cj_printf(b, i ? ",%d" : "%d", ids[i]);
+    cj_raw(b, "]", 1);
 }
 
 int cmd_tokenize(int argc, char **argv) {
@@ -214,17 +214,17 @@ int cmd_tokenize(int argc, char **argv) {
     if (!m) return CLI_FAIL;
     size_t cap = 256, n = 0;
     laya_token *ids = malloc(cap * sizeof *ids);
-    json_buf b;
-    json_buf_init(&b);
+    cj_buf b;
+    cj_init(&b);
     rc = CLI_OK;
     if (!ids) {
         rc = cli_fail("out of memory");
     } else if (o.prompt) {
         laya_status st = tokenize(m, o.prompt, strlen(o.prompt), &ids, &cap, &n);
         if (st) rc = cli_fail("tokenize: %s", laya_status_str(st));
-        for (size_t i = 0; !rc && i < n; i++) json_buf_printf(&b, i ? ",%d" : "%d", ids[i]);
+        for (size_t i = 0; !rc && i < n; i++) cj_printf(&b, i ? ",%d" : "%d", ids[i]);
         if (!rc) {
-            json_buf_raw(&b, "\n", 1);
+            cj_raw(&b, "\n", 1);
             rc = emit(&b);
         }
     } else {
@@ -235,26 +235,18 @@ int cmd_tokenize(int argc, char **argv) {
             size_t l = (size_t)len;
             if (l && line[l - 1] == '\n') l--;
             if (l && line[l - 1] == '\r') l--;
-            json_doc *d = NULL;
-            char err[256];
-            if (json_parse(line, l, NULL, &d, err, sizeof err)) {
-                /* the line is one line of JSON: "line 1, column 5: ..." -> "stdin line N, column 5: ..." */
-                const char *msg = !strncmp(err, "line 1, ", 8) ? err + 8 : err;
-                rc = cli_fail("stdin line %ld%s%s", lineno, msg == err ? ": " : ", ", msg);
+            char *str = NULL, err[256];
+            size_t str_len = 0;
+            if (!cj_read_string(line, l, &str, &str_len, err, sizeof err)) {
+                rc = cli_fail("stdin line %ld%s%s", lineno, strncmp(err, "column ", 7) ? ": " : ", ", err);
                 break;
             }
-            const json_value *v = json_root(d);
-            if (v->type != JSON_STRING) {
-                rc = cli_fail("stdin line %ld: expected a JSON string, got %s", lineno,
-                              json_type_name((json_type)v->type));
-            } else {
-                laya_status st = tokenize(m, v->s, v->len, &ids, &cap, &n);
-                if (st) rc = cli_fail("stdin line %ld: tokenize: %s", lineno, laya_status_str(st));
-            }
-            json_free(d);
+            laya_status st = tokenize(m, str, str_len, &ids, &cap, &n);
+            if (st) rc = cli_fail("stdin line %ld: tokenize: %s", lineno, laya_status_str(st));
+            free(str);
             if (rc) break;
             put_ids(&b, ids, n);
-            json_buf_raw(&b, "\n", 1);
+            cj_raw(&b, "\n", 1);
             if (b.len > (1 << 16)) rc = emit(&b);
         }
         free(line);
@@ -265,7 +257,7 @@ int cmd_tokenize(int argc, char **argv) {
     }
     if (!rc && fflush(stdout)) rc = cli_fail("writing to stdout failed");
     free(ids);
-    json_buf_free(&b);
+    cj_free(&b);
     laya_model_free(m);
     return rc;
 }
@@ -357,8 +349,8 @@ int cmd_score(int argc, char **argv) {
     scored *top = NULL, *all = NULL;
     int8_t *want = NULL;
     int32_t *seq = NULL;
-    json_buf b;
-    json_buf_init(&b);
+    cj_buf b;
+    cj_init(&b);
     if (!m) {
         rc = CLI_FAIL;
         goto done;
@@ -384,7 +376,7 @@ int cmd_score(int argc, char **argv) {
         rc = cli_fail("decode: %s", laya_context_error(c));
         goto done;
     }
-    if (o.json) json_buf_cstr(&b, "{\"positions\":[");
+    if (o.json) cj_cstr(&b, "{\"positions\":[");
     for (size_t i = 0; i < n; i++) {
         const float *lg = laya_get_logits(c, (int32_t)i);
         if (!lg) {
@@ -394,32 +386,32 @@ int cmd_score(int argc, char **argv) {
         top_k(lg, nv, k, top, all);
         double lse = logsumexp(lg, nv);
         if (o.json) {
-            json_buf_cstr(&b, i ? ",{\"top_ids\":[" : "{\"top_ids\":[");
-            for (int32_t j = 0; j < k; j++) json_buf_printf(&b, j ? ",%d" : "%d", top[j].id);
-            json_buf_cstr(&b, "],\"top_logits\":[");
+            cj_cstr(&b, i ? ",{\"top_ids\":[" : "{\"top_ids\":[");
+            for (int32_t j = 0; j < k; j++) cj_printf(&b, j ? ",%d" : "%d", top[j].id);
+            cj_cstr(&b, "],\"top_logits\":[");
             for (int32_t j = 0; j < k; j++) {
-                if (j) json_buf_raw(&b, ",", 1);
-                json_buf_f32(&b, top[j].v);
+                if (j) cj_raw(&b, ",", 1);
+                cj_f32(&b, top[j].v);
             }
-            json_buf_cstr(&b, "],\"logsumexp\":");
-            json_buf_num(&b, lse);
-            json_buf_raw(&b, "}", 1);
+            cj_cstr(&b, "],\"logsumexp\":");
+            cj_num(&b, lse);
+            cj_raw(&b, "}", 1);
         } else {
-            json_buf_printf(&b, "pos %zu id %d  logsumexp %.7g  top:", i, ids[i], lse);
+            cj_printf(&b, "pos %zu id %d  logsumexp %.7g  top:", i, ids[i], lse);
             for (int32_t j = 0; j < k; j++) {
                 size_t pl = 0;
                 const char *piece = laya_token_piece(m, top[j].id, &pl);
-                json_buf_printf(&b, "  %d ", top[j].id);
-                json_buf_str(&b, piece ? piece : "", piece ? pl : 0);
-                json_buf_printf(&b, " %.7g", top[j].v);
+                cj_printf(&b, "  %d ", top[j].id);
+                cj_str(&b, piece ? piece : "", piece ? pl : 0);
+                cj_printf(&b, " %.7g", top[j].v);
             }
-            json_buf_raw(&b, "\n", 1);
+            cj_raw(&b, "\n", 1);
         }
     }
-    if (o.json) json_buf_cstr(&b, "]}\n");
+    if (o.json) cj_cstr(&b, "]}\n");
     rc = emit(&b);
 done:
-    json_buf_free(&b);
+    cj_free(&b);
     free(top);
     free(all);
     free(want);
@@ -473,8 +465,8 @@ int cmd_run(int argc, char **argv) {
     laya_context *c = NULL;
     char *text = NULL;
     size_t text_cap = 0, text_len = 0, printed = 0;
-    json_buf b;
-    json_buf_init(&b);
+    cj_buf b;
+    cj_init(&b);
     if (!m) {
         rc = CLI_FAIL;
         goto done;
@@ -559,11 +551,11 @@ int cmd_run(int argc, char **argv) {
             rc = cli_fail("detokenize: %s", laya_status_str(st));
             goto done;
         }
-        json_buf_cstr(&b, "{\"ids\":");
+        cj_cstr(&b, "{\"ids\":");
         put_ids(&b, gen, n_gen);
-        json_buf_cstr(&b, ",\"text\":");
-        json_buf_str(&b, text ? text : "", text_len);
-        json_buf_cstr(&b, "}\n");
+        cj_cstr(&b, ",\"text\":");
+        cj_str(&b, text ? text : "", text_len);
+        cj_cstr(&b, "}\n");
         rc = emit(&b);
     } else {
         if (text_len > printed) fwrite(text + printed, 1, text_len - printed, stdout);
@@ -571,7 +563,7 @@ int cmd_run(int argc, char **argv) {
     }
     if (!rc && fflush(stdout)) rc = cli_fail("writing to stdout failed");
 done:
-    json_buf_free(&b);
+    cj_free(&b);
     free(prompt);
     free(gen);
     free(text);

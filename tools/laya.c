@@ -1,11 +1,12 @@
 /* laya.c — the command line's entry point: subcommand dispatch, option parsing and the helpers the
- * subcommands share (cmd_model.c: info/tokenize/score/run, cmd_bench.c, cmd_files.c: quantize/synth).
+ * subcommands share (cmd_model.c: info/tokenize/score/run, cmd_bench.c, cmd_files.c: quantize/annotate/
+ * convert, cmd_session.c: suggest/type, eval/harness.c: eval).
  * Not here: any model logic — every command is a thin client of include/laya.h. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -28,6 +29,12 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
     fprintf(stderr, "\n(see 'laya %s --help')\n", cmd);
     va_end(ap);
     return CLI_USAGE;
+}
+
+double cli_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 int parse_long(const char *s, long lo, long hi, long *out) {
@@ -157,10 +164,6 @@ laya_model *cli_load(const char *path, int32_t n_threads, int vocab_only) {
     return m;
 }
 
-int cmd_suggest(int argc, char **argv); /* cmd_session.c */
-int cmd_eval(int argc, char **argv);
-int cmd_type(int argc, char **argv);
-
 static void usage(FILE *out) {
     fputs("usage: laya <command> [options]   (laya <command> --help for details)\n"
           "\n"
@@ -173,7 +176,6 @@ static void usage(FILE *out) {
           "  quantize  IN.gguf OUT.gguf TYPE          re-encode weights (F32, F16, Q8_0, Q5_0/1, Q4_0/1, IQ4_NL)\n"
           "  annotate  IN.gguf OUT.gguf [--words F] [--calibration F]   add typing metadata\n"
           "  convert   MODEL_DIR OUT.gguf [--type T]  Hugging Face / MLX directory to GGUF\n"
-          "  synth     --shape NAME -o OUT.gguf --type T [--seed S]   random-weight model\n"
           "  suggest   [-m MODEL] [--mode M] [-k 5] [--json] TEXT   typing candidates for TEXT\n"
           "  eval      [-m MODEL] --text FILE [-k 3] [--json]      keystroke savings, accuracy, latency\n"
           "  type      [-m MODEL] [--mode M]                      interactive typing demo (Tab accepts)\n",
@@ -194,7 +196,7 @@ int main(int argc, char **argv) {
         const char *name;
         int (*fn)(int, char **);
     } cmds[] = {{"info", cmd_info},   {"tokenize", cmd_tokenize}, {"score", cmd_score}, {"run", cmd_run},
-                {"bench", cmd_bench}, {"quantize", cmd_quantize}, {"annotate", cmd_annotate}, {"synth", cmd_synth}, {"convert", cmd_convert},
+                {"bench", cmd_bench}, {"quantize", cmd_quantize}, {"annotate", cmd_annotate}, {"convert", cmd_convert},
                 {"suggest", cmd_suggest}, {"eval", cmd_eval}, {"type", cmd_type}};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (!strcmp(c, cmds[i].name)) return cmds[i].fn(argc - 2, argv + 2);

@@ -1,8 +1,9 @@
 /* synth.c — writes random-weight GGUF models shaped exactly like real ones, with llama.cpp's tensor names
  * and metadata keys and a synthetic byte-level BPE tokenizer that really tokenizes. Each row of each
  * tensor is generated in F32 and encoded at once, so only the encoded model is ever held in memory.
+ * A dev program (build/laya-synth, bench/synth_main.c), not part of the library: it uses internal headers.
  * Not here: reading models (model.c), re-encoding existing files (quantize.c). */
-#include "io/synth.h"
+#include "synth.h"
 
 #include <math.h>
 #include <stdio.h>
