@@ -1,5 +1,5 @@
-/* test_cli.c — runs the built `laya` binary (beside this test: BUILD/laya) on a synthesized laya-typing
- * model and checks its machine-readable outputs against the library, quantize's output types, and that
+/* test_cli.c — runs the built `laya` binary (beside this test: BUILD/laya) on a laya-typing model made by
+ * the dev program BUILD/laya-synth and checks its machine-readable outputs against the library, quantize's output types, and that
  * bad arguments and broken model files give a message and a non-zero exit, never a crash.
  * Not here: numerical accuracy (test_parity.c) or tokenizer parity (test_tokenizer.c). */
 #include <math.h>
@@ -15,9 +15,8 @@
 #include "io/gguf.h"
 #include "base/json.h"
 #include "laya.h"
-#include "io/synth.h"
 
-static char g_laya[1100], g_dir[1100], g_model[1200];
+static char g_laya[1100], g_synth[1100], g_dir[1100], g_model[1200];
 
 typedef struct result {
     int code;     /* exit status, or -1 */
@@ -29,18 +28,13 @@ typedef struct result {
 
 static void result_free(result *r) { free(r->out); }
 
-/* Runs `laya ARGS` with stdin from in_path (or /dev/null). */
-static result run_laya(const char *in_path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static result run_laya(const char *in_path, const char *fmt, ...) {
+/* Runs `BIN ARGS` with stdin from in_path (or /dev/null). */
+static result run_bin(const char *bin, const char *in_path, const char *args) {
     result r = {0};
-    char args[4096], cmd[8192], err_path[1200];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
+    char cmd[8192], err_path[1200];
     snprintf(err_path, sizeof err_path, "%s/stderr.txt", g_dir);
-    /* exec: the status pclose returns is laya's own, so a signal shows as a signal */
-    snprintf(cmd, sizeof cmd, "exec %s %s <%s 2>%s", g_laya, args, in_path ? in_path : "/dev/null", err_path);
+    /* exec: the status pclose returns is the program's own, so a signal shows as a signal */
+    snprintf(cmd, sizeof cmd, "exec %s %s <%s 2>%s", bin, args, in_path ? in_path : "/dev/null", err_path);
     FILE *p = popen(cmd, "r");
     if (!p) {
         r.code = -1;
@@ -66,6 +60,26 @@ static result run_laya(const char *in_path, const char *fmt, ...) {
     }
     if (strstr(r.err, "Sanitizer") || strstr(r.err, "runtime error:")) r.crashed = 1;
     return r;
+}
+
+/* `laya ARGS` and `laya-synth ARGS`. */
+static result run_laya(const char *in_path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static result run_laya(const char *in_path, const char *fmt, ...) {
+    char args[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    return run_bin(g_laya, in_path, args);
+}
+static result run_synth(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static result run_synth(const char *fmt, ...) {
+    char args[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    return run_bin(g_synth, NULL, args);
 }
 
 static json_doc *parse_out(const result *r) {
@@ -194,6 +208,21 @@ static void test_tokenize(const laya_model *m) {
     write_str(in_path, "\"a\xff\"\n");
     r = run_laya(in_path, "tokenize -m %s --jsonl", g_model);
     CHECK(r.code != 0 && strstr(r.err, "line 1") && strstr(r.err, "UTF-8"), "invalid UTF-8: '%s'", r.err);
+    result_free(&r);
+    /* the reader is strict: nothing after the string, no raw control characters, no unfinished string */
+    static const char *strict[][2] = {{"\"ok\" x\n", "after"}, {"\"a\tb\"\n", "control"},
+                                      {"\"abc\n", "unterminated"}, {"\n", "got nothing"}, {"[\"a\"]\n", "array"}};
+    for (size_t i = 0; i < sizeof strict / sizeof strict[0]; i++) {
+        write_str(in_path, strict[i][0]);
+        r = run_laya(in_path, "tokenize -m %s --jsonl", g_model);
+        CHECK(r.code == 1 && strstr(r.err, "line 1") && strstr(r.err, strict[i][1]), "%s: '%s'", strict[i][1], r.err);
+        result_free(&r);
+    }
+    /* a surrogate pair is the character it stands for */
+    write_str(in_path, "\" \\ud83d\\ude00 \\u00e9\\n\"\n\" \xf0\x9f\x98\x80 \xc3\xa9\\n\"\n");
+    r = run_laya(in_path, "tokenize -m %s --jsonl", g_model);
+    char *nl = strchr(r.out, '\n');
+    CHECK(r.code == 0 && nl && !strncmp(r.out, nl + 1, (size_t)(nl - r.out) + 1), "escapes decoded: '%s'", r.out);
     result_free(&r);
     write_str(in_path, "\"\\ud800\"\n");
     r = run_laya(in_path, "tokenize -m %s --jsonl", g_model);
@@ -388,19 +417,21 @@ static void test_annotate(void) {
     unlink(w), unlink(c), unlink(out), unlink(q), unlink(bad);
 }
 
+/* laya-synth: the same seed gives the same file (the one every other test reads), another seed other
+ * weights; bad arguments are usage errors; no output is left by a failure. */
 static void test_synth(void) {
     char a[1300], b[1300];
     snprintf(a, sizeof a, "%s/s_a.gguf", g_dir);
     snprintf(b, sizeof b, "%s/s_b.gguf", g_dir);
-    result r = run_laya(NULL, "synth --shape laya-typing -o %s --type Q8_0 --seed 7", a);
+    result r = run_synth("--shape laya-typing -o %s --type Q8_0 --seed 7", a);
     CHECK(r.code == 0 && !r.crashed, "synth exit %d: %s", r.code, r.err);
     result_free(&r);
     size_t na = 0, nb = 0;
     char *da = read_file(a, &na), *db = read_file(g_model, &nb);
-    CHECK(da && db && na == nb && !memcmp(da, db, na), "CLI synth == synth_write with the same seed");
+    CHECK(da && db && na == nb && !memcmp(da, db, na), "the same seed, the same file");
     free(da);
     free(db);
-    r = run_laya(NULL, "synth --shape laya-typing -o %s --type Q8_0 --seed 8", b);
+    r = run_synth("--shape laya-typing -o %s --type Q8_0 --seed 8", b);
     db = read_file(b, &nb);
     da = read_file(a, &na);
     CHECK(r.code == 0 && da && db && na == nb && memcmp(da, db, na), "another seed, other weights");
@@ -409,6 +440,27 @@ static void test_synth(void) {
     result_free(&r);
     unlink(a);
     unlink(b);
+    static const char *bad[] = {
+        "--shape nosuch -o %s", "--shape laya-typing", "--shape laya-typing -o %s --type Q6_K",
+        "--shape laya-typing -o %s --seed -1", "--shape laya-typing -o %s --bogus", "--shape laya-typing -o",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char args[2000];
+        snprintf(args, sizeof args, bad[i], a);
+        r = run_bin(g_synth, NULL, args);
+        CHECK(r.code > 0 && !r.crashed && strstr(r.err, "laya-synth"), "'laya-synth %s': exit %d, '%.200s'", args,
+              r.code, r.err);
+        result_free(&r);
+    }
+    r = run_synth("--shape laya-typing -o /nonexistent-dir/x.gguf --type Q8_0");
+    CHECK(r.code == 1 && !r.crashed && strstr(r.err, "/nonexistent-dir/x.gguf"), "unwritable: %d '%.200s'", r.code,
+          r.err);
+    result_free(&r);
+    struct stat sb;
+    CHECK(stat(a, &sb) != 0, "no output file left by failed runs");
+    r = run_synth("--help");
+    CHECK(r.code == 0 && strstr(r.out, "usage: laya-synth") && strstr(r.out, "laya-typing"), "laya-synth --help");
+    result_free(&r);
 }
 
 static void test_bench(void) {
@@ -496,11 +548,8 @@ static void test_errors(void) {
         {"quantize %s OUT Q8_0", "garbage"},
         {"quantize %s OUT Q8_0", "nonexist"},
         {"quantize %s OUT Q8_0 extra", "model"},
-        {"synth --shape nosuch -o OUT", NULL},
-        {"synth --shape laya-typing", NULL},
-        {"synth --shape laya-typing -o OUT --type Q6_K", NULL},
-        {"synth --shape laya-typing -o OUT --seed -1", NULL},
-        {"synth --shape laya-typing -o /nonexistent-dir/x.gguf --type Q8_0", NULL},
+        {"synth --shape laya-typing -o OUT", NULL}, /* no such command: synthesis is build/laya-synth */
+        {"bench -m %s --profile", "model"},         /* a profiling build instead: make profile */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *which = cases[i][1];
@@ -529,7 +578,7 @@ static void test_errors(void) {
     unlink(garbage);
     unlink(trunc);
 
-    static const char *cmds[] = {"info", "tokenize", "score", "run", "bench", "quantize", "synth"};
+    static const char *cmds[] = {"info", "tokenize", "score", "run", "bench", "quantize", "annotate", "convert", "suggest", "eval", "type"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         result r = run_laya(NULL, "%s --help", cmds[i]);
         CHECK(r.code == 0 && strstr(r.out, "usage: laya"), "%s --help", cmds[i]);
@@ -574,17 +623,23 @@ int main(int argc, char **argv) {
         fprintf(stderr, "test_cli: %s not found (run make first)\n", g_laya);
         return 1;
     }
+    snprintf(g_synth, sizeof g_synth, "%s/laya-synth", build);
+    if (access(g_synth, X_OK)) {
+        fprintf(stderr, "test_cli: %s not found (run make first)\n", g_synth);
+        return 1;
+    }
     snprintf(g_dir, sizeof g_dir, "%s/tests/cli_tmp_%d", build, (int)getpid());
     mkdir(g_dir, 0755);
     snprintf(g_model, sizeof g_model, "%s/typing_q8.gguf", g_dir);
+    result sr = run_synth("--shape laya-typing -o %s --type Q8_0 --seed 7", g_model);
+    CHECK(sr.code == 0 && !sr.crashed, "laya-synth: exit %d, %s", sr.code, sr.err);
+    result_free(&sr);
+    if (sr.code) return DONE("test_cli");
     char err[256];
-    laya_status st = synth_write("laya-typing", "Q8_0", 7, g_model, err, sizeof err);
-    CHECK(st == LAYA_OK, "synth_write: %s", err);
-    if (st) return DONE("test_cli");
     laya_model_params mp = laya_model_default_params();
     mp.vocab_only = 1;
     laya_model *m = NULL;
-    st = laya_model_load(g_model, mp, &m, err, sizeof err);
+    laya_status st = laya_model_load(g_model, mp, &m, err, sizeof err);
     CHECK(st == LAYA_OK, "load: %s", err);
     if (st) return DONE("test_cli");
 
