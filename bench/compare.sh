@@ -18,14 +18,15 @@ rounds=${2:-2}
 threads=${THREADS:-2}
 reps=${REPS:-5}
 laya="$build/laya"
+synth="$build/laya-synth" # the dev program that writes random-weight models
 dir="$build/bench"
-[ -x "$laya" ] || { echo "bench/compare.sh: $laya not found (run make first)" >&2; exit 1; }
+for b in "$laya" "$synth"; do [ -x "$b" ] || { echo "bench/compare.sh: $b not found (run make first)" >&2; exit 1; }; done
 mkdir -p "$dir"
 models=()
 for shape in laya-typing qwen2.5-0.5b; do
   for type in Q8_0 Q4_0; do
     model="$dir/$shape-$type.gguf"
-    [ -f "$model" ] || "$laya" synth --shape "$shape" --type "$type" --seed 1 -o "$model" >/dev/null
+    [ -f "$model" ] || "$synth" --shape "$shape" --type "$type" --seed 1 -o "$model" >/dev/null
     models+=("$model")
   done
 done

@@ -7,8 +7,9 @@
 set -euo pipefail
 build=${1:-build}
 laya="$build/laya"
+synth="$build/laya-synth" # the dev program that writes random-weight models
 dir="$build/bench"
-[ -x "$laya" ] || { echo "bench/run.sh: $laya not found (run make first)" >&2; exit 1; }
+for b in "$laya" "$synth"; do [ -x "$b" ] || { echo "bench/run.sh: $b not found (run make first)" >&2; exit 1; }; done
 mkdir -p "$dir"
 
 # field OBJECT KEY < json: the number under KEY inside the object OBJECT (or at the top level if empty)
@@ -25,7 +26,7 @@ for shape in laya-typing qwen2.5-0.5b; do
     model="$dir/$shape-$type.gguf"
     if [ ! -f "$model" ]; then
       echo "synthesizing $model ..." >&2
-      "$laya" synth --shape "$shape" --type "$type" --seed 1 -o "$model"
+      "$synth" --shape "$shape" --type "$type" --seed 1 -o "$model"
     fi
     # shellcheck disable=SC2086
     out=$("$laya" bench -m "$model" --floor --json ${LAYA_BENCH_ARGS:-})

@@ -4,12 +4,13 @@
 #   1. `laya eval` with LAYA_EVAL_TRACE in text, code and shell modes on 10,000 bytes each of Debian files
 #      every machine has (GPL-3, stdlib.h, ldd + gzexe), the per-decision timings removed;
 #   2. `laya run --json` ids from the five synthetic shapes (Q8_0, seed 1, prompt "Hello").
-# LAYA: the laya binary to check; its synthetic models are made by SYNTH (default: the same binary's
-# `synth`, or $SYNTH) into OUT_DIR/models, so both builds read the same files when OUT_DIRs share them.
+# LAYA: the laya binary to check; its synthetic models are made by $SYNTH (default: the dev program
+# laya-synth beside LAYA) into $MODELS (default OUT_DIR/models), so both builds read the same files when
+# they share MODELS.
 set -euo pipefail
 laya=${1:?usage: eval/decisions.sh LAYA OUT_DIR}
 out=${2:?usage: eval/decisions.sh LAYA OUT_DIR}
-synth=${SYNTH:-"$laya synth"}
+synth=${SYNTH:-"$(dirname "$laya")/laya-synth"}
 models=${MODELS:-$out/models}
 mkdir -p "$out" "$models"
 text=$out/in-text.txt code=$out/in-code.txt shell=$out/in-shell.txt
