@@ -4,7 +4,7 @@ hit"), bins the candidates by predicted value, and compares the mean prediction 
 that was the word typed. Prints the expected calibration error (ECE) of the raw prob and of the calibrated
 confidence, and draws both curves (matplotlib) when an output image is given.
 
-Usage: train/eval/reliability.py DUMP [DUMP ...] [--png OUT.png] [--bins 10] [--title T]"""
+Usage: eval/nextword/reliability.py DUMP [DUMP ...] [--png OUT.png] [--bins 10] [--title T]"""
 import argparse
 
 def bins_of(pred, hit, nb):

@@ -6,9 +6,9 @@
  * FILE holds documents separated by the byte 0x1E (as train/data/build.py writes the test split); each
  * document starts a fresh context "<|endoftext|><|kind|>" when the model has those tokens.
  *
- * Words: as train/eval/words.h defines them (shared with presage_nextword.c):
+ * Words: as eval/nextword/words.h defines them (shared with presage_nextword.c):
  * punctuation), except that each CJK character is a word of its own. This is the definition
- * train/eval/presage_nextword.c uses, so the two are measured on the same positions.
+ * eval/nextword/presage_nextword.c uses, so the two are measured on the same positions.
  *
  * At each word start, the model is asked for its most probable next words given all text before it (the
  * last 128 to 384 tokens). The text between the start of the token that contains the word start and the
@@ -21,7 +21,7 @@
  * Bits per byte: every token of the file scored once, with at least 128 tokens of context (or all of the
  * document before it), -log2 p summed and divided by the document bytes.
  *
- * Build: cc -O2 -Iinclude train/eval/nextword.c build/liblaya.a -lm -lpthread -o build/nextword */
+ * Build: cc -O2 -Iinclude eval/nextword/nextword.c build/liblaya.a -lm -lpthread -o build/nextword */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
