@@ -181,271 +181,289 @@ static void floor_passes(floor_job *f, double *samples) {
 static const int k_prefill[3] = {8, 64, 512};
 static const int k_batch[4] = {1, 2, 4, 8};
 #define N_SEQ 8
+enum { FLOOR_ROUNDS = 3, MAX_KV = 512 };
 
-int cmd_bench(int argc, char **argv) {
+/* One run of `laya bench`: its settings, buffers and results. */
+typedef struct bench_run {
+    const char *model, *kv;
+    long threads, reps, prefix;
+    int json, floor_on;
+    laya_model *m;
+    laya_context *c;
+    laya_context_params cp;
+    int steps;            /* timed decode steps for each B */
+    laya_token *tok;      /* [512] ids spread over the vocabulary */
+    int32_t *seq;         /* [512] all 0 */
+    int8_t *want;         /* [512] all 1 */
+    double *samples;      /* [max(reps, steps)] */
+    void *fbuf;           /* --floor's read buffer (MAP_FAILED: none) */
+    size_t fcap;
+    double load_ms, first_ms, ready_ms, rss_mb;
+    stats pre[3], dec[4];
+    struct { double mb, floor_ms, step_ms, ratio, rmin, rmax; } fl[4];
+} bench_run;
+
+static int parse_bench(int argc, char **argv, bench_run *r) {
     argp p = {"bench", argc, argv, 0, 0};
-    const char *model = NULL;
-    const char *kv = "f32";
-    long threads = 0, reps = 5, prefix = 64;
-    int json = 0, floor_on = 0;
     for (p.i = 0; p.i < argc; p.i++) {
         const char *v;
         if (arg_help(&p)) {
             fputs(HELP_BENCH, stdout);
-            return CLI_OK;
+            exit(CLI_OK);
         }
-        if ((v = arg_str(&p, "-m", "--model"))) model = v;
-        else if (arg_int(&p, "-t", "--threads", 0, 64, &threads)) {}
-        else if (arg_int(&p, "-r", "--reps", 1, 10000, &reps)) {}
-        else if (arg_int(&p, NULL, "--prefix", 16, 448, &prefix)) {}
-        else if ((v = arg_str(&p, NULL, "--kv"))) kv = v;
-        else if (arg_is(&p, NULL, "--json")) json = 1;
-        else if (arg_is(&p, NULL, "--floor")) floor_on = 1;
+        if ((v = arg_str(&p, "-m", "--model"))) r->model = v;
+        else if (arg_int(&p, "-t", "--threads", 0, 64, &r->threads)) {}
+        else if (arg_int(&p, "-r", "--reps", 1, 10000, &r->reps)) {}
+        else if (arg_int(&p, NULL, "--prefix", 16, 448, &r->prefix)) {}
+        else if ((v = arg_str(&p, NULL, "--kv"))) r->kv = v;
+        else if (arg_is(&p, NULL, "--json")) r->json = 1;
+        else if (arg_is(&p, NULL, "--floor")) r->floor_on = 1;
         else if (!p.bad) return cli_usage_error("bench", "unknown argument '%s'", argv[p.i]);
         if (p.bad) return CLI_USAGE;
     }
-    if (strcmp(kv, "f32") && strcmp(kv, "f16")) return cli_usage_error("bench", "--kv must be f32 or f16, not '%s'", kv);
+    if (strcmp(r->kv, "f32") && strcmp(r->kv, "f16"))
+        return cli_usage_error("bench", "--kv must be f32 or f16, not '%s'", r->kv);
     static char defbuf[4200];
-    if (!model) model = cli_default_model(defbuf, sizeof defbuf); /* NULL: cli_load says so */
+    if (!r->model) r->model = cli_default_model(defbuf, sizeof defbuf); /* NULL: cli_load says so */
+    return CLI_OK;
+}
 
-    double t0 = cli_now_ms();
-    laya_model *m = cli_load(model, (int32_t)threads, 0);
-    if (!m) return CLI_FAIL;
-    double load_ms = cli_now_ms() - t0;
-
-    int rc = CLI_OK;
-    void *fbuf = MAP_FAILED; /* --floor's read buffer */
-    size_t fcap = 0;
-    int max_kv = 512;
-    int steps = (int)CLI_MIN(CLI_MAX(8, 4 * reps), max_kv - prefix - 1);
+/* The context (8 sequences of MAX_KV positions) and the buffers. */
+static int bench_setup(bench_run *r) {
+    r->steps = (int)CLI_MIN(CLI_MAX(8, 4 * r->reps), MAX_KV - r->prefix - 1);
     laya_context_params cp = laya_context_default_params();
     cp.n_seq = N_SEQ;
-    cp.max_kv_size = max_kv;
+    cp.max_kv_size = MAX_KV;
     cp.max_batch = 512;
     cp.max_logits = N_SEQ;
-    cp.kv_type = strcmp(kv, "f16") ? LAYA_KV_F32 : LAYA_KV_F16;
-    laya_context *c = NULL;
+    cp.kv_type = strcmp(r->kv, "f16") ? LAYA_KV_F32 : LAYA_KV_F16;
+    r->cp = cp;
     char err[LAYA_ERR_MSG_MAX] = "";
-    laya_status st = laya_context_create(m, cp, &c, err, sizeof err);
-    laya_token *tok = malloc(512 * sizeof *tok);
-    int32_t *seq = calloc(512, sizeof *seq);
-    int8_t *want = malloc(512);
-    double *samples = malloc((size_t)CLI_MAX(reps, steps) * sizeof *samples);
-    stats pre[3], dec[4];
-    if (st || !c) {
-        rc = cli_fail("cannot create a context: %s", err[0] ? err : laya_status_str(st));
-        goto done;
-    }
-    if (!tok || !seq || !want || !samples) {
-        rc = cli_fail("out of memory");
-        goto done;
-    }
+    laya_status st = laya_context_create(r->m, cp, &r->c, err, sizeof err);
+    r->tok = malloc(512 * sizeof *r->tok);
+    r->seq = calloc(512, sizeof *r->seq);
+    r->want = malloc(512);
+    r->samples = malloc((size_t)CLI_MAX(r->reps, r->steps) * sizeof *r->samples);
+    if (st || !r->c) return cli_fail("cannot create a context: %s", err[0] ? err : laya_status_str(st));
+    if (!r->tok || !r->seq || !r->want || !r->samples) return cli_fail("out of memory");
     /* ids spread over the vocabulary; their values do not change the work done */
-    int32_t nv = laya_n_vocab(m);
+    int32_t nv = laya_n_vocab(r->m);
     uint64_t s = 0x2545f4914f6cdd1dull;
     for (int i = 0; i < 512; i++) {
         s = s * 6364136223846793005ull + 1442695040888963407ull;
-        tok[i] = (laya_token)((s >> 33) % (uint64_t)nv);
+        r->tok[i] = (laya_token)((s >> 33) % (uint64_t)nv);
     }
-    memset(want, 1, 512);
+    memset(r->want, 1, 512);
+    return CLI_OK;
+}
 
-#define DECODE(batch)                                                           \
-    do {                                                                        \
-        if ((st = laya_decode(c, batch))) {                                     \
-            rc = cli_fail("decode: %s", laya_context_error(c));                 \
-            goto done;                                                          \
-        }                                                                       \
-    } while (0)
+static int bench_decode(bench_run *r, int n) {
+    if (laya_decode(r->c, (laya_batch){n, r->tok, r->seq, NULL})) return cli_fail("decode: %s", laya_context_error(r->c));
+    return CLI_OK;
+}
 
+/* First token and packed weights (from t0, the start of the load), prefill and decode steps. */
+static int bench_speed(bench_run *r, double t0) {
+    int rc;
     /* load to first token: a context and one decode step, as a keyboard's first key press needs; then
      * the copy of pack_weights, which the steady-state figures below are meant to include */
-    DECODE(((laya_batch){1, tok, seq, NULL}));
-    double first_ms = cli_now_ms() - t0;
-    laya_model_wait_ready(m);
-    double ready_ms = cli_now_ms() - t0;
-    laya_seq_truncate(c, 0, 0);
+    if ((rc = bench_decode(r, 1))) return rc;
+    r->first_ms = cli_now_ms() - t0;
+    laya_model_wait_ready(r->m);
+    r->ready_ms = cli_now_ms() - t0;
+    laya_seq_truncate(r->c, 0, 0);
     /* warm-up: first touch of the weights and scratch */
-    DECODE(((laya_batch){8, tok, seq, NULL}));
-
+    if ((rc = bench_decode(r, 8))) return rc;
     for (int k = 0; k < 3; k++) {
         int n = k_prefill[k];
-        for (int r = 0; r < reps; r++) {
-            laya_seq_truncate(c, 0, 0);
+        for (int i = 0; i < r->reps; i++) {
+            laya_seq_truncate(r->c, 0, 0);
             double t = cli_now_ms();
-            DECODE(((laya_batch){n, tok, seq, NULL}));
+            if ((rc = bench_decode(r, n))) return rc;
             double dt = cli_now_ms() - t;
-            samples[r] = dt > 0 ? n / (dt / 1e3) : INFINITY;
+            r->samples[i] = dt > 0 ? n / (dt / 1e3) : INFINITY;
         }
-        pre[k] = summarize(samples, (int)reps);
+        r->pre[k] = summarize(r->samples, (int)r->reps);
     }
-
-    laya_seq_truncate(c, 0, 0);
-    DECODE(((laya_batch){prefix, tok, seq, NULL}));
+    laya_seq_truncate(r->c, 0, 0);
+    if ((rc = bench_decode(r, (int)r->prefix))) return rc;
     for (int k = 0; k < 4; k++) {
-        if ((rc = decode_steps(c, k_batch[k], prefix, steps, tok, want, samples))) goto done;
-        dec[k] = summarize(samples, steps);
+        if ((rc = decode_steps(r->c, k_batch[k], (int)r->prefix, r->steps, r->tok, r->want, r->samples))) return rc;
+        r->dec[k] = summarize(r->samples, r->steps);
     }
-#undef DECODE
-
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    double rss_mb = (double)ru.ru_maxrss / 1024.0; /* Linux reports kilobytes */
+    r->rss_mb = (double)ru.ru_maxrss / 1024.0; /* Linux reports kilobytes */
+    return CLI_OK;
+}
 
-    /* The memory floor side by side: per round and B, the read loop over the bytes a step reads, then
-     * the steps themselves, so that both see the same minute of a shared machine. */
-    enum { FLOOR_ROUNDS = 3 };
-    struct { double mb, floor_ms, step_ms, ratio, rmin, rmax; } fl[4];
-    if (floor_on) {
-        laya_model_info mi;
-        laya_model_get_info(m, &mi);
-        /* keys and values the B sequences attend to, averaged over the timed steps: timed step s of
-         * sequence j reads positions 0..prefix + s + 1; forks share the prefix in whole 64s (laya_seq_fork) */
-        double kv_pp = 2.0 * mi.n_layer * mi.n_head_kv * mi.head_dim * (cp.kv_type == LAYA_KV_F16 ? 2 : 4);
-        double own = prefix + 2 + (steps - 1) / 2.0;
-        size_t fb[4];
-        for (int k = 0; k < 4; k++) {
-            int B = k_batch[k], sh = B > 1 ? prefix / 64 * 64 : 0;
-            fb[k] = (size_t)mi.step_bytes + (size_t)(kv_pp * (sh + B * (own - sh)));
-            fcap = CLI_MAX(fcap, fb[k]);
-        }
-        int nt = CLI_MAX(1, CLI_MIN(64, mi.n_threads));
-        fcap += 64 * (size_t)nt;
-        fbuf = mmap(NULL, fcap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        double *fs = malloc(FLOOR_ROUNDS * 4 * 2 * sizeof *fs), *fsamp = malloc((size_t)CLI_MAX(reps, 5) * sizeof *fsamp);
-        if (fbuf == MAP_FAILED || !fs || !fsamp) {
-            free(fs), free(fsamp);
-            rc = cli_fail("--floor: cannot allocate %.1f MB for the read loop", (double)fcap / 1e6);
-            goto done;
-        }
+/* The bytes one step of B sequences reads: the weights, and the keys and values the B sequences attend
+ * to, averaged over the timed steps (timed step s of sequence j reads positions 0..prefix + s + 1; forks
+ * share the prefix in whole 64s, laya_seq_fork). */
+static size_t step_bytes(const bench_run *r, const laya_model_info *mi, int B) {
+    double kv_pp = 2.0 * mi->n_layer * mi->n_head_kv * mi->head_dim * (r->cp.kv_type == LAYA_KV_F16 ? 2 : 4);
+    double own = r->prefix + 2 + (r->steps - 1) / 2.0;
+    int sh = B > 1 ? (int)r->prefix / 64 * 64 : 0;
+    return (size_t)mi->step_bytes + (size_t)(kv_pp * (sh + B * (own - sh)));
+}
+
+/* One round for one B: the fastest of the four read loops (one stream or two a thread, with and without
+ * prefetches: from DRAM the hardware prefetchers alone keep the most lines in flight, a set the L3 holds
+ * reads faster with them, and two streams beat one on some machines; a floor slower than the step would
+ * be no floor), then the B decode steps. out[0]: floor ms, out[1]: step ms. */
+static int floor_round(bench_run *r, floor_job *fj, size_t bytes, int B, double *fsamp, double out[2]) {
+    /* the pool's threads spin a little after a pass, then sleep: let them */
+    nanosleep(&(struct timespec){0, 5000000}, NULL);
+    double best = 0;
+    for (int ahead = 0; ahead < 4; ahead++) {
+        fj->n = bytes;
+        fj->ahead = ahead;
+        floor_passes(fj, fsamp);
+        double ms = summarize(fsamp, fj->passes).med * (double)bytes / (double)fj->n;
+        if (!ahead || ms < best) best = ms;
+    }
+    out[0] = best;
+    int rc = decode_steps(r->c, B, (int)r->prefix, r->steps, r->tok, r->want, r->samples);
+    out[1] = rc ? 0 : summarize(r->samples, r->steps).med;
+    return rc;
+}
+
+/* The memory floor side by side: per round and B, the read loop over the bytes a step reads, then the
+ * steps themselves, so that both see the same minute of a shared machine. */
+static int bench_floor(bench_run *r) {
+    laya_model_info mi;
+    laya_model_get_info(r->m, &mi);
+    size_t fb[4];
+    for (int k = 0; k < 4; k++) {
+        fb[k] = step_bytes(r, &mi, k_batch[k]);
+        r->fcap = CLI_MAX(r->fcap, fb[k]);
+    }
+    int nt = CLI_MAX(1, CLI_MIN(64, mi.n_threads));
+    r->fcap += 64 * (size_t)nt;
+    r->fbuf = mmap(NULL, r->fcap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    double fs[FLOOR_ROUNDS][4][2], *fsamp = malloc((size_t)CLI_MAX(r->reps, 5) * sizeof *fsamp);
+    if (r->fbuf == MAP_FAILED || !fsamp) {
+        free(fsamp);
+        return cli_fail("--floor: cannot allocate %.1f MB for the read loop", (double)r->fcap / 1e6);
+    }
 #ifdef MADV_HUGEPAGE
-        madvise(fbuf, fcap, MADV_HUGEPAGE); /* as the packed weights are */
+    madvise(r->fbuf, r->fcap, MADV_HUGEPAGE); /* as the packed weights are */
 #endif
-        memset(fbuf, 1, fcap);
-        static floor_job fj; /* static: its sink array need not live on the stack */
-        fj.buf = fbuf;
-        fj.nt = nt;
-        fj.passes = (int)CLI_MAX(reps, 5);
-        for (int r = 0; r < FLOOR_ROUNDS; r++)
-            for (int k = 0; k < 4; k++) {
-                /* the pool's threads spin a little after a pass, then sleep: let them */
-                nanosleep(&(struct timespec){0, 5000000}, NULL);
-                /* the fastest of four read loops, one stream or two a thread, with and without prefetches.
-                 * Two streams: 0.5B Q4_0 on the Zen 5, in one process, three rounds, ms (one stream without
-                 * / with prefetches, two streams without / with): 5.46 / 5.66 / 4.09 / 4.34, 6.24 / 6.52 /
-                 * 3.85 / 4.11, 6.65 / 6.27 / 4.81 / 5.02; typing Q4_0 0.231 / 0.243 / 0.143 / 0.145. From
-                 * DRAM the hardware prefetchers alone keep the most lines in flight (0.5B Q4_0, 280 MB,
-                 * Zen 4: 4.39-4.85 ms without, 5.99-6.54 with), while a set the L3 holds reads faster with
-                 * them (bundled typing Q8_0, 37 MB: 0.252-0.288 ms against 0.308-0.420; typing Q4_0, 20 MB,
-                 * 0.124-0.144 against 0.131-0.207). Without them the read loop was slower than the step on
-                 * the typing files in some minutes (step / floor 0.65-0.74), which no floor may be. */
-                double best = 0;
-                for (int ahead = 0; ahead < 4; ahead++) {
-                    fj.n = fb[k];
-                    fj.ahead = ahead;
-                    floor_passes(&fj, fsamp);
-                    double ms = summarize(fsamp, fj.passes).med * (double)fb[k] / (double)fj.n;
-                    if (!ahead || ms < best) best = ms;
-                }
-                fs[(r * 4 + k) * 2] = best;
-                if ((rc = decode_steps(c, k_batch[k], prefix, steps, tok, want, samples))) {
-                    free(fs), free(fsamp);
-                    goto done;
-                }
-                fs[(r * 4 + k) * 2 + 1] = summarize(samples, steps).med;
-            }
-        for (int k = 0; k < 4; k++) {
-            double a[FLOOR_ROUNDS], b[FLOOR_ROUNDS], q[FLOOR_ROUNDS];
-            for (int r = 0; r < FLOOR_ROUNDS; r++)
-                a[r] = fs[(r * 4 + k) * 2], b[r] = fs[(r * 4 + k) * 2 + 1], q[r] = b[r] / a[r];
-            fl[k].mb = (double)fb[k] / 1e6;
-            fl[k].floor_ms = summarize(a, FLOOR_ROUNDS).med;
-            fl[k].step_ms = summarize(b, FLOOR_ROUNDS).med;
-            fl[k].ratio = summarize(q, FLOOR_ROUNDS).med; /* sorted: q[0] and q[last] are the extremes */
-            fl[k].rmin = q[0], fl[k].rmax = q[FLOOR_ROUNDS - 1];
-        }
-        free(fs), free(fsamp);
+    memset(r->fbuf, 1, r->fcap);
+    static floor_job fj; /* static: its sink array need not live on the stack */
+    fj.buf = r->fbuf;
+    fj.nt = nt;
+    fj.passes = (int)CLI_MAX(r->reps, 5);
+    int rc = CLI_OK;
+    for (int i = 0; !rc && i < FLOOR_ROUNDS; i++)
+        for (int k = 0; !rc && k < 4; k++) rc = floor_round(r, &fj, fb[k], k_batch[k], fsamp, fs[i][k]);
+    free(fsamp);
+    if (rc) return rc;
+    for (int k = 0; k < 4; k++) {
+        double a[FLOOR_ROUNDS], b[FLOOR_ROUNDS], q[FLOOR_ROUNDS];
+        for (int i = 0; i < FLOOR_ROUNDS; i++) a[i] = fs[i][k][0], b[i] = fs[i][k][1], q[i] = b[i] / a[i];
+        r->fl[k].mb = (double)fb[k] / 1e6;
+        r->fl[k].floor_ms = summarize(a, FLOOR_ROUNDS).med;
+        r->fl[k].step_ms = summarize(b, FLOOR_ROUNDS).med;
+        r->fl[k].ratio = summarize(q, FLOOR_ROUNDS).med; /* sorted: q[0] and q[last] are the extremes */
+        r->fl[k].rmin = q[0], r->fl[k].rmax = q[FLOOR_ROUNDS - 1];
     }
+    return CLI_OK;
+}
 
-    cj_buf b;
-    cj_init(&b);
-    if (json) {
-        cj_cstr(&b, "{\"prefill_tok_s\":{");
-        for (int k = 0; k < 3; k++) {
-            cj_printf(&b, "%s\"%d\":", k ? "," : "", k_prefill[k]);
-            cj_num(&b, pre[k].med);
-        }
-        cj_cstr(&b, "},\"decode_ms\":{");
-        for (int k = 0; k < 4; k++) {
-            cj_printf(&b, "%s\"%d\":", k ? "," : "", k_batch[k]);
-            cj_num(&b, dec[k].med);
-        }
-        cj_cstr(&b, "},\"load_ms\":");
-        cj_num(&b, load_ms);
-        cj_cstr(&b, ",\"first_token_ms\":");
-        cj_num(&b, first_ms);
-        cj_cstr(&b, ",\"ready_ms\":");
-        cj_num(&b, ready_ms);
-        cj_cstr(&b, ",\"peak_rss_mb\":");
-        cj_num(&b, rss_mb);
-        for (int k = 0; floor_on && k < 4; k++) {
-            cj_printf(&b, "%s\"%d\":{\"mb\":", k ? "," : ",\"floor\":{", k_batch[k]);
-            cj_num(&b, fl[k].mb);
-            cj_cstr(&b, ",\"floor_ms\":");
-            cj_num(&b, fl[k].floor_ms);
-            cj_cstr(&b, ",\"gb_s\":");
-            cj_num(&b, fl[k].mb / fl[k].floor_ms); /* MB per ms */
-            cj_cstr(&b, ",\"step_ms\":");
-            cj_num(&b, fl[k].step_ms);
-            cj_cstr(&b, ",\"ratio\":");
-            cj_num(&b, fl[k].ratio);
-            cj_cstr(&b, ",\"ratio_min\":");
-            cj_num(&b, fl[k].rmin);
-            cj_cstr(&b, ",\"ratio_max\":");
-            cj_num(&b, fl[k].rmax);
-            cj_cstr(&b, k == 3 ? "}}" : "}");
-        }
-        cj_cstr(&b, "}\n");
-    } else {
-        cj_printf(&b, "model %s, backend %s, %ld reps, %d decode steps\n", model, laya_cpu_backend(), reps,
-                        steps);
-        cj_printf(&b, "%-22s %12s %12s %12s\n", "", "median", "p10", "p90");
-        for (int k = 0; k < 3; k++) {
-            char label[40];
-            snprintf(label, sizeof label, "prefill %d (tok/s)", k_prefill[k]);
-            cj_printf(&b, "%-22s %12.1f %12.1f %12.1f\n", label, pre[k].med, pre[k].p10, pre[k].p90);
-        }
-        for (int k = 0; k < 4; k++) {
-            char label[40];
-            snprintf(label, sizeof label, "decode B=%d (ms/step)", k_batch[k]);
-            cj_printf(&b, "%-22s %12.3f %12.3f %12.3f\n", label, dec[k].med, dec[k].p10, dec[k].p90);
-        }
-        cj_printf(&b, "%-22s %12.1f\n", "load (ms)", load_ms);
-        cj_printf(&b, "%-22s %12.1f\n", "first token (ms)", first_ms);
-        cj_printf(&b, "%-22s %12.1f\n", "weights packed (ms)", ready_ms);
-        cj_printf(&b, "%-22s %12.1f\n", "peak RSS (MB)", rss_mb);
-        if (floor_on) {
-            cj_printf(&b, "memory floor, side by side (%d rounds of: a read loop over the bytes a step reads, then the steps)\n",
-                  FLOOR_ROUNDS);
-            cj_printf(&b, "%-22s %9s %9s %9s %9s %11s %13s\n", "", "MB read", "floor ms", "GB/s", "step ms",
-                  "step/floor", "(min-max)");
-            for (int k = 0; k < 4; k++) {
-                char label[40];
-                snprintf(label, sizeof label, "decode B=%d", k_batch[k]);
-                cj_printf(&b, "%-22s %9.1f %9.3f %9.1f %9.3f %11.2f %6.2f-%.2f\n", label, fl[k].mb, fl[k].floor_ms,
-                      fl[k].mb / fl[k].floor_ms, fl[k].step_ms, fl[k].ratio, fl[k].rmin, fl[k].rmax);
-            }
-        }
+static void put_json(const bench_run *r, cj_buf *b) {
+    cj_cstr(b, "{\"prefill_tok_s\":{");
+    for (int k = 0; k < 3; k++) {
+        cj_printf(b, "%s\"%d\":", k ? "," : "", k_prefill[k]);
+        cj_num(b, r->pre[k].med);
     }
-    if (b.oom) rc = cli_fail("out of memory");
-    else if (fwrite(b.p, 1, b.len, stdout) != b.len || fflush(stdout)) rc = cli_fail("writing to stdout failed");
-    cj_free(&b);
-done:
-    if (fbuf != MAP_FAILED) munmap(fbuf, fcap);
-    free(tok);
-    free(seq);
-    free(want);
-    free(samples);
-    laya_context_free(c);
-    laya_model_free(m);
+    cj_cstr(b, "},\"decode_ms\":{");
+    for (int k = 0; k < 4; k++) {
+        cj_printf(b, "%s\"%d\":", k ? "," : "", k_batch[k]);
+        cj_num(b, r->dec[k].med);
+    }
+    cj_cstr(b, "},\"load_ms\":");
+    cj_num(b, r->load_ms);
+    cj_cstr(b, ",\"first_token_ms\":");
+    cj_num(b, r->first_ms);
+    cj_cstr(b, ",\"ready_ms\":");
+    cj_num(b, r->ready_ms);
+    cj_cstr(b, ",\"peak_rss_mb\":");
+    cj_num(b, r->rss_mb);
+    for (int k = 0; r->floor_on && k < 4; k++) {
+        cj_printf(b, "%s\"%d\":{\"mb\":", k ? "," : ",\"floor\":{", k_batch[k]);
+        cj_num(b, r->fl[k].mb);
+        cj_cstr(b, ",\"floor_ms\":");
+        cj_num(b, r->fl[k].floor_ms);
+        cj_cstr(b, ",\"gb_s\":");
+        cj_num(b, r->fl[k].mb / r->fl[k].floor_ms); /* MB per ms */
+        cj_cstr(b, ",\"step_ms\":");
+        cj_num(b, r->fl[k].step_ms);
+        cj_cstr(b, ",\"ratio\":");
+        cj_num(b, r->fl[k].ratio);
+        cj_cstr(b, ",\"ratio_min\":");
+        cj_num(b, r->fl[k].rmin);
+        cj_cstr(b, ",\"ratio_max\":");
+        cj_num(b, r->fl[k].rmax);
+        cj_cstr(b, k == 3 ? "}}" : "}");
+    }
+    cj_cstr(b, "}\n");
+}
+
+static void put_table(const bench_run *r, cj_buf *b) {
+    char label[40];
+    cj_printf(b, "model %s, backend %s, %ld reps, %d decode steps\n", r->model, laya_cpu_backend(), r->reps, r->steps);
+    cj_printf(b, "%-22s %12s %12s %12s\n", "", "median", "p10", "p90");
+    for (int k = 0; k < 3; k++) {
+        snprintf(label, sizeof label, "prefill %d (tok/s)", k_prefill[k]);
+        cj_printf(b, "%-22s %12.1f %12.1f %12.1f\n", label, r->pre[k].med, r->pre[k].p10, r->pre[k].p90);
+    }
+    for (int k = 0; k < 4; k++) {
+        snprintf(label, sizeof label, "decode B=%d (ms/step)", k_batch[k]);
+        cj_printf(b, "%-22s %12.3f %12.3f %12.3f\n", label, r->dec[k].med, r->dec[k].p10, r->dec[k].p90);
+    }
+    cj_printf(b, "%-22s %12.1f\n", "load (ms)", r->load_ms);
+    cj_printf(b, "%-22s %12.1f\n", "first token (ms)", r->first_ms);
+    cj_printf(b, "%-22s %12.1f\n", "weights packed (ms)", r->ready_ms);
+    cj_printf(b, "%-22s %12.1f\n", "peak RSS (MB)", r->rss_mb);
+    if (!r->floor_on) return;
+    cj_printf(b, "memory floor, side by side (%d rounds of: a read loop over the bytes a step reads, then the steps)\n",
+              FLOOR_ROUNDS);
+    cj_printf(b, "%-22s %9s %9s %9s %9s %11s %13s\n", "", "MB read", "floor ms", "GB/s", "step ms", "step/floor",
+              "(min-max)");
+    for (int k = 0; k < 4; k++) {
+        snprintf(label, sizeof label, "decode B=%d", k_batch[k]);
+        cj_printf(b, "%-22s %9.1f %9.3f %9.1f %9.3f %11.2f %6.2f-%.2f\n", label, r->fl[k].mb, r->fl[k].floor_ms,
+                  r->fl[k].mb / r->fl[k].floor_ms, r->fl[k].step_ms, r->fl[k].ratio, r->fl[k].rmin, r->fl[k].rmax);
+    }
+}
+
+int cmd_bench(int argc, char **argv) {
+    bench_run r = {.kv = "f32", .reps = 5, .prefix = 64, .fbuf = MAP_FAILED};
+    int rc = parse_bench(argc, argv, &r);
+    if (rc) return rc;
+    double t0 = cli_now_ms();
+    r.m = cli_load(r.model, (int32_t)r.threads, 0);
+    if (!r.m) return CLI_FAIL;
+    r.load_ms = cli_now_ms() - t0;
+    rc = bench_setup(&r);
+    if (!rc) rc = bench_speed(&r, t0);
+    if (!rc && r.floor_on) rc = bench_floor(&r);
+    if (!rc) {
+        cj_buf b;
+        cj_init(&b);
+        if (r.json) put_json(&r, &b);
+        else put_table(&r, &b);
+        if (b.oom) rc = cli_fail("out of memory");
+        else if (fwrite(b.p, 1, b.len, stdout) != b.len || fflush(stdout)) rc = cli_fail("writing to stdout failed");
+        cj_free(&b);
+    }
+    if (r.fbuf != MAP_FAILED) munmap(r.fbuf, r.fcap);
+    free(r.tok);
+    free(r.seq);
+    free(r.want);
+    free(r.samples);
+    laya_context_free(r.c);
+    laya_model_free(r.m);
     return rc;
 }
