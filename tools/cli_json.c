@@ -174,7 +174,10 @@ static int hex4(const char *s, size_t left, uint32_t *v) {
     *v = 0;
     for (int k = 0; k < 4; k++) {
         char c = s[k];
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        int d = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
         if (d < 0) return 0;
         *v = *v << 4 | (uint32_t)d;
     }

@@ -7,8 +7,8 @@
 #include "cli.h"
 
 #define HELP_COMMON                                                                                          \
-    "  -m MODEL          model file or directory; default: $LAYA_MODEL, ./models/" CLI_DEFAULT_MODEL ", or\n"    \
-    "                    <directory of the laya executable>/../models/" CLI_DEFAULT_MODEL "\n"                   \
+    "  -m MODEL          model file or directory; default: $LAYA_MODEL, ./models/" CLI_DEFAULT_MODEL ", or\n" \
+    "                    <directory of the laya executable>/../models/" CLI_DEFAULT_MODEL "\n"                \
     "  --mode M          text (default), code or shell\n"                                                    \
     "  -k K              candidates (1..16)\n"                                                               \
     "  --max-tokens N    tokens per candidate (default 5)\n"                                                 \
@@ -26,7 +26,8 @@
     "  --deadline MS     a decision returns what it has after MS milliseconds (default 0: none)\n"
 
 typedef struct sess_opts {
-    const char *model, *mode, *text_file, *after, *context, *calib, *fit_out, *user_dict, *text, *min_prob, *count, *dump_out, *deadline, *idle, *kv;
+    const char *model, *mode, *text_file, *after, *context, *calib, *fit_out, *user_dict, *text, *min_prob;
+    const char *count, *dump_out, *deadline, *idle, *kv;
     long k, max_tokens, threads, max_chars, from, beam, max_kv, max_text, doc_cache;
     int doc_cache_set;
     int json, learn, focused;

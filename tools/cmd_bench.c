@@ -14,7 +14,7 @@
 #include "cli_json.h"
 
 #define HELP_BENCH                                                                                        \
-    "usage: laya bench [-m MODEL] [--threads N] [--reps R] [--prefix P] [--kv f32|f16] [--floor]\n"                  \
+    "usage: laya bench [-m MODEL] [--threads N] [--reps R] [--prefix P] [--kv f32|f16] [--floor]\n"    \
     "                  [--json]\n"                                                                       \
     "Measures, on one context of 8 sequences:\n"                                                          \
     "  prefill: tokens/s of one batch of 8, 64 and 512 tokens into an empty sequence (R runs each)\n"     \
@@ -32,9 +32,9 @@
     "  context the candidates share; --kv the KV cache type (laya_context_params.kv_type, default f32).\n"  \
     "  --json prints\n"                                                                                   \
     "  {\"prefill_tok_s\":{\"8\":x,\"64\":x,\"512\":x},\"decode_ms\":{\"1\":x,\"2\":x,\"4\":x,\"8\":x},\n" \
-    "   \"load_ms\":x,\"first_token_ms\":x,\"ready_ms\":x,\"peak_rss_mb\":x\n"                                    \
+    "   \"load_ms\":x,\"first_token_ms\":x,\"ready_ms\":x,\"peak_rss_mb\":x\n"           \
     "   [,\"floor\":{\"B\":{\"mb\":x,\"floor_ms\":x,\"gb_s\":x,\"step_ms\":x,\"ratio\":x,\"ratio_min\":x,\"ratio_max\":x},...}]}\n" \
-    "  (medians; mb = 10^6 bytes)\n"                                                                     \
+    "  (medians; mb = 10^6 bytes)\n"                                                                \
     "The decode step by phase (a profiling build of the library): make profile.\n"
 
 static int cmp_double(const void *a, const void *b) {
@@ -258,7 +258,8 @@ static int bench_setup(bench_run *r) {
 }
 
 static int bench_decode(bench_run *r, int n) {
-    if (laya_decode(r->c, (laya_batch){n, r->tok, r->seq, NULL})) return cli_fail("decode: %s", laya_context_error(r->c));
+    if (laya_decode(r->c, (laya_batch){n, r->tok, r->seq, NULL}))
+        return cli_fail("decode: %s", laya_context_error(r->c));
     return CLI_OK;
 }
 
