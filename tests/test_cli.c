@@ -211,7 +211,7 @@ static void test_tokenize(const laya_model *m) {
     result_free(&r);
     /* the reader is strict: nothing after the string, no raw control characters, no unfinished string */
     static const char *strict[][2] = {{"\"ok\" x\n", "after"}, {"\"a\tb\"\n", "control"},
-                                      {"\"abc\n", "unterminated"}, {"\n", "got nothing"}, {"[\"a\"]\n", "array"}};
+                                      {"\"abc\n", "not closed"}, {"\n", "got nothing"}, {"[\"a\"]\n", "array"}};
     for (size_t i = 0; i < sizeof strict / sizeof strict[0]; i++) {
         write_str(in_path, strict[i][0]);
         r = run_laya(in_path, "tokenize -m %s --jsonl", g_model);

@@ -257,9 +257,9 @@ int cj_read_string(const char *text, size_t len, char **out, size_t *out_len, ch
         snprintf(err, errlen, "out of memory");
         return 0;
     }
-    size_t n = 0;
+    size_t n = 0, open = i;
     const char *why = NULL;
-    for (i++; !why; ) {
+    for (i++; !why;) {
         if (i >= len) {
             why = "unterminated string";
             break;
@@ -286,7 +286,12 @@ int cj_read_string(const char *text, size_t len, char **out, size_t *out_len, ch
         if (i < len) why = "text after the string";
     }
     if (why) {
-        snprintf(err, errlen, "column %zu: %s", i + 1, why);
+        if (!strcmp(why, "invalid escape") && i + 1 < len && (unsigned char)text[i + 1] >= 0x20)
+            snprintf(err, errlen, "column %zu: invalid escape '\\%c'", i + 1, text[i + 1]);
+        else if (!strcmp(why, "unterminated string"))
+            snprintf(err, errlen, "column %zu: string not closed before the end of the line", open + 1);
+        else
+            snprintf(err, errlen, "column %zu: %s", i + 1, why);
         free(o);
         return 0;
     }
