@@ -66,6 +66,8 @@ $(BUILD)/laya-synth: $(BUILD)/bench/synth_main.o $(BUILD)/bench/synth.o $(BUILD)
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/liblaya.a
 	$(CC) -o $@ $^ $(LDLIBS)
+# the command line's JSON, checked against the library's
+$(BUILD)/tests/test_cli_json: $(BUILD)/tools/cli_json.o
 
 # Parity fixtures: the committed F16 exports, decompressed, and the other FIXTURE_TYPES made from them by Laya.
 FIXTURE_MODELS := llama qwen2 qwen3
