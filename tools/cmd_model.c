@@ -119,18 +119,18 @@ int cmd_info(int argc, char **argv) {
         cj_cstr(&b, ",\"arch\":");
         cj_str(&b, mi.arch, strlen(mi.arch));
         cj_printf(&b,
-                        ",\"shape\":{\"n_vocab\":%d,\"n_embd\":%d,\"n_layer\":%d,\"n_head\":%d,\"n_head_kv\":%d,"
-                        "\"head_dim\":%d,\"n_ff\":%d,\"n_ctx_train\":%d,\"rope_theta\":",
-                        mi.n_vocab, mi.n_embd, mi.n_layer, mi.n_head, mi.n_head_kv, mi.head_dim, mi.n_ff,
-                        mi.n_ctx_train);
+                  ",\"shape\":{\"n_vocab\":%d,\"n_embd\":%d,\"n_layer\":%d,\"n_head\":%d,\"n_head_kv\":%d,"
+                  "\"head_dim\":%d,\"n_ff\":%d,\"n_ctx_train\":%d,\"rope_theta\":",
+                  mi.n_vocab, mi.n_embd, mi.n_layer, mi.n_head, mi.n_head_kv, mi.head_dim, mi.n_ff,
+                  mi.n_ctx_train);
         cj_f32(&b, mi.rope_theta);
         cj_cstr(&b, ",\"norm_eps\":");
         cj_f32(&b, mi.norm_eps);
         cj_printf(&b, ",\"rope_neox\":%s,\"tied_output\":%s,\"has_qkv_bias\":%s,\"has_qk_norm\":%s}",
-                        mi.rope_neox ? "true" : "false", mi.tied_output ? "true" : "false",
-                        mi.has_qkv_bias ? "true" : "false", mi.has_qk_norm ? "true" : "false");
+                  mi.rope_neox ? "true" : "false", mi.tied_output ? "true" : "false",
+                  mi.has_qkv_bias ? "true" : "false", mi.has_qk_norm ? "true" : "false");
         cj_printf(&b, ",\"n_params\":%llu,\"n_tensors\":%d,\"tensor_types\":{",
-                        (unsigned long long)mi.n_params, n_tensors);
+                  (unsigned long long)mi.n_params, n_tensors);
         for (int k = 0; k < n_types; k++) {
             if (k) cj_raw(&b, ",", 1);
             cj_str(&b, types[k], strlen(types[k]));
@@ -141,11 +141,11 @@ int cmd_info(int argc, char **argv) {
         cj_cstr(&b, ",\"pre\":");
         cj_str(&b, mi.tok_pre ? mi.tok_pre : "", mi.tok_pre ? strlen(mi.tok_pre) : 0);
         cj_printf(&b, ",\"n_vocab\":%d,\"bos\":%d,\"eos\":%d,\"add_bos\":%s}", nv_tok, mi.bos, mi.eos,
-                        mi.add_bos ? "true" : "false");
+                  mi.add_bos ? "true" : "false");
         cj_printf(&b, ",\"memory\":{\"file_bytes\":%llu,\"weight_bytes\":%llu,\"packed_bytes\":%llu,\"kv_bytes_per_pos\":%llu}",
-                        (unsigned long long)mi.file_bytes, (unsigned long long)mi.weight_bytes,
-                        (unsigned long long)mi.packed_bytes,
-                        (unsigned long long)kv_per_pos);
+                  (unsigned long long)mi.file_bytes, (unsigned long long)mi.weight_bytes,
+                  (unsigned long long)mi.packed_bytes,
+                  (unsigned long long)kv_per_pos);
         cj_cstr(&b, ",\"cpu_backend\":");
         cj_str(&b, backend, strlen(backend));
         cj_cstr(&b, "}\n");
@@ -153,26 +153,26 @@ int cmd_info(int argc, char **argv) {
         cj_printf(&b, "model:      %s\n", o.model);
         cj_printf(&b, "name:       %s\n", mi.name && mi.name[0] ? mi.name : "(none)");
         cj_printf(&b, "arch:       %s (rope %s%s%s%s)\n", mi.arch, mi.rope_neox ? "neox" : "normal",
-                        mi.tied_output ? ", tied output" : "", mi.has_qkv_bias ? ", qkv bias" : "",
-                        mi.has_qk_norm ? ", q/k norm" : "");
+                  mi.tied_output ? ", tied output" : "", mi.has_qkv_bias ? ", qkv bias" : "",
+                  mi.has_qk_norm ? ", q/k norm" : "");
         cj_printf(&b,
-                        "shape:      %d layers, embd %d, %d heads (%d kv) of %d, ff %d, vocab %d, ctx %d\n",
-                        mi.n_layer, mi.n_embd, mi.n_head, mi.n_head_kv, mi.head_dim, mi.n_ff, mi.n_vocab,
-                        mi.n_ctx_train);
+                  "shape:      %d layers, embd %d, %d heads (%d kv) of %d, ff %d, vocab %d, ctx %d\n",
+                  mi.n_layer, mi.n_embd, mi.n_head, mi.n_head_kv, mi.head_dim, mi.n_ff, mi.n_vocab,
+                  mi.n_ctx_train);
         cj_printf(&b, "rope:       theta %g, norm eps %g\n", mi.rope_theta, mi.norm_eps);
         cj_printf(&b, "params:     %.2f M\n", (double)mi.n_params / 1e6);
         cj_printf(&b, "tensors:    %d (", n_tensors);
         for (int k = 0; k < n_types; k++) cj_printf(&b, "%s%s: %d", k ? ", " : "", types[k], counts[k]);
         cj_cstr(&b, ")\n");
         cj_printf(&b, "tokenizer:  %s, pre %s, %d tokens, bos %d, eos %d, add_bos %d\n",
-                        mi.tok_model ? mi.tok_model : "?", mi.tok_pre ? mi.tok_pre : "?", nv_tok, mi.bos, mi.eos,
-                        mi.add_bos);
+                  mi.tok_model ? mi.tok_model : "?", mi.tok_pre ? mi.tok_pre : "?", nv_tok, mi.bos, mi.eos,
+                  mi.add_bos);
         cj_printf(&b, "memory:     file %.1f MiB, weights %.1f MiB, KV %.1f KiB per position (F32; %.1f F16)\n",
-                        (double)mi.file_bytes / 1048576.0, (double)mi.weight_bytes / 1048576.0,
-                        (double)kv_per_pos / 1024.0, (double)kv_per_pos / 2048.0);
+                  (double)mi.file_bytes / 1048576.0, (double)mi.weight_bytes / 1048576.0,
+                  (double)kv_per_pos / 1024.0, (double)kv_per_pos / 2048.0);
         if (mi.packed_bytes)
             cj_printf(&b, "packed:     %.1f MiB of block-quantized matrices copied into the kernels' order (LAYA_PACK=0: none)\n",
-                            (double)mi.packed_bytes / 1048576.0);
+                      (double)mi.packed_bytes / 1048576.0);
         cj_printf(&b, "cpu:        %s\n", backend);
     }
     rc = emit(&b);
