@@ -263,7 +263,7 @@ typedef struct laya_batch {
 
 /* Run the model over the batch: every token's keys and values go into its sequence's KV cache, and the
  * rows asked for get logits. The result does not depend on how tokens are grouped into batches or on
- * the number of threads (docs/PERFORMANCE.md, "Batch invariance").
+ * how its rows are split among the threads (docs/PERFORMANCE.md, "Batch invariance").
  * Errors: LAYA_ERR_INVALID_ARG (an empty batch, NULL arrays, a sequence or token id out of range),
  * LAYA_ERR_CAPACITY (more than max_batch tokens or max_logits outputs, or a sequence would pass
  * max_kv_size). On error no sequence has changed length, and laya_context_error says why. */
