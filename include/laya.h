@@ -216,8 +216,8 @@ typedef struct laya_context laya_context;
 
 /* KV cache element types. F16 halves the cache's memory and the bytes attention reads each step (what
  * long contexts spend their time on); keys and values are rounded to fp16 (nearest even) as they are
- * written, so logits move by about 1e-3. F32 keeps the forward pass's figures as computed. The type is
- * as wide as an int32_t (the struct below kept its layout when the field became this enum). */
+ * written, so logits move by about 1e-3. F32 keeps the forward pass's figures as computed. The enum is
+ * as wide as an int32_t. */
 typedef enum laya_kv_type { LAYA_KV_F32 = 0, LAYA_KV_F16 = 1 } laya_kv_type;
 
 typedef struct laya_context_params {
