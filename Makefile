@@ -139,13 +139,10 @@ neon-test:
 	$(MAKE) CC=aarch64-linux-gnu-gcc BUILD=build/aarch64 $(addprefix build/aarch64/tests/,$(NEON_TESTS))
 	for t in $(NEON_TESTS); do QEMU_LD_PREFIX=/usr/aarch64-linux-gnu qemu-aarch64 build/aarch64/tests/$$t || exit 1; done
 
-format:
-	clang-format -i include/*.h $(shell find src -name '*.[ch]') tools/*.c tests/*.c
-
 clean:
 	rm -rf $(BUILD)
 
 
-.PHONY: demo fixtures all test bench asan fuzz neon-test format clean
+.PHONY: demo fixtures all test bench asan fuzz neon-test clean
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,7 +1,8 @@
 /* laya.h — the public API of Laya, a local language-model engine for per-keystroke decisions.
  * This header is the API documentation. Everything else under src/ is internal.
  * Conventions: every call that can fail returns laya_status; handles are opaque; destructors accept
- * NULL; the library never prints, never exits and never aborts on data from outside. */
+ * NULL; the library never prints, never exits and never aborts on data from outside (what it has to say
+ * goes to the optional log callback, laya_set_log). docs/ARCHITECTURE.md follows one call through the code. */
 #ifndef LAYA_H
 #define LAYA_H
 
@@ -18,6 +19,31 @@ extern "C" {
 #define LAYA_API
 #endif
 
+/* ---------------------------------------------------------------------------------------------------
+ * Versions.
+ * LAYA_VERSION is the version of this header; laya_version() returns the library's. A program linked
+ * against a shared liblaya compares the two at start-up (strcmp(laya_version(), LAYA_VERSION)) when it
+ * needs the exact library it was built with. LAYA_VERSION_NUMBER is MAJOR * 1000000 + MINOR * 1000 +
+ * PATCH, for #if tests.
+ *
+ * LAYA_ABI_VERSION numbers the layout of the params structs passed by value (laya_model_params,
+ * laya_context_params). It grows whenever a member is added, removed or retyped. Each struct's first
+ * member, abi, is set to it by the *_default_params() call; a call that takes the struct refuses any
+ * other value with LAYA_ERR_INVALID_ARG, so a program built against another header fails with a message
+ * instead of reading members at the wrong offsets. Always start from the *_default_params() value and
+ * change the members you need; a struct filled by hand (or zeroed) is refused. */
+#define LAYA_VERSION_MAJOR 0
+#define LAYA_VERSION_MINOR 1
+#define LAYA_VERSION_PATCH 0
+#define LAYA_VERSION "0.1.0"
+#define LAYA_VERSION_NUMBER (LAYA_VERSION_MAJOR * 1000000 + LAYA_VERSION_MINOR * 1000 + LAYA_VERSION_PATCH)
+#define LAYA_ABI_VERSION 1u
+
+/* The library's version string, LAYA_VERSION as the library was built. Static; any thread. */
+LAYA_API const char *laya_version(void);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Status codes and messages. */
 typedef enum laya_status {
     LAYA_OK = 0,
     LAYA_ERR_INVALID_ARG,   /* a caller passed something the API does not accept */
@@ -30,51 +56,87 @@ typedef enum laya_status {
     LAYA_ERR_TYPE,          /* a metadata value has the wrong type */
 } laya_status;
 
-/* A static English description of a status code. Never NULL. */
+/* A static English description of a status code ("unknown status" for a value not listed). Never NULL;
+ * any thread. */
 LAYA_API const char *laya_status_str(laya_status s);
 
 /* Detailed error messages: calls that fail on a handle leave a message readable with
- * laya_model_error()/laya_context_error(); calls that create a handle take an optional err buffer. */
+ * laya_model_error()/laya_context_error(); calls that create a handle take an optional err buffer of
+ * errlen bytes (err may be NULL or errlen 0: no message). Messages are NUL-terminated and cut to fit;
+ * LAYA_ERR_MSG_MAX bytes always hold a whole one. */
 #define LAYA_ERR_MSG_MAX 256
+
+/* ---------------------------------------------------------------------------------------------------
+ * Logging. The library has a few things to say outside return values: why a file was refused, what was
+ * loaded, which CPU kernels were chosen. They go to one process-wide callback, none by default (silent).
+ * Messages are single lines without a trailing newline, valid during the call only. Nothing is logged on
+ * the keystroke path (decode, set_text, suggest): logging never costs a decision time.
+ * laya_set_log may be called from any thread at any time; once it returns, the previous callback is not
+ * called again. Calls to the callback are serialized (one at a time), from whichever thread the library
+ * was running on; the callback must not call laya_set_log. fn NULL turns logging off. */
+typedef enum laya_log_level {
+    LAYA_LOG_ERROR, /* an operation failed in a way its caller may not see in detail */
+    LAYA_LOG_WARN,  /* something was refused or fell back: a file rejected, an override ignored */
+    LAYA_LOG_INFO,  /* a model loaded, and how */
+    LAYA_LOG_DEBUG, /* choices made at run time (the kernel table) */
+} laya_log_level;
+typedef void (*laya_log_fn)(void *user, laya_log_level level, const char *msg);
+LAYA_API void laya_set_log(laya_log_fn fn, void *user);
 
 typedef int32_t laya_token;
 
 /* ---------------------------------------------------------------------------------------------------
  * Models. A model is immutable after load (but for the tables its sessions share, built under its own lock)
- * and may be shared by any number of threads and contexts.
+ * and may be shared by any number of threads and contexts: every call on a const laya_model * below is
+ * safe from any thread at once.
  * Weights are views into a read-only mmap of the file; nothing sized from file data is allocated before
  * it has been validated against the file size. */
 typedef struct laya_model laya_model;
 
 typedef struct laya_model_params {
-    int32_t n_threads; /* worker threads for forward passes; 0 = number of online CPUs, at most 64 */
+    uint32_t abi;       /* LAYA_ABI_VERSION, set by laya_model_default_params(); anything else is refused */
+    int32_t n_threads;  /* threads of each context's forward passes; 0 = number of online CPUs, at most 64 */
     int32_t vocab_only; /* 1: load only metadata and the tokenizer, no tensors */
     /* 0 (default): where the CPU's kernels have an order of their own for block-quantized weights (Q8_0,
      * Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q6_K on AVX-512; the first six on AVX-VNNI, those but Q8_0 on AVX2),
      * those matrices are copied into it after load (laya_model_wait_ready) and the file's pages are
-     * released: the copy takes the matrices' size in private memory, and decoding gets faster (the
-     * bundled model 0.70 -> 0.55 ms a step here). The logits are the same bits either way. -1: every
+     * released: the copy takes the matrices' size in private memory, and decoding gets faster
+     * (docs/PERFORMANCE.md, "Packed weights"). The logits are the same bits either way. -1: every
      * weight stays a view of the file, shared with any other process that maps it. */
     int32_t pack_weights;
 } laya_model_params;
 
+/* The default load parameters (abi = LAYA_ABI_VERSION, all else 0). Any thread. */
 LAYA_API laya_model_params laya_model_default_params(void);
 
-/* Load a GGUF file, or a Hugging Face model directory (config.json, tokenizer.json [+ tokenizer_config.json],
- * model.safetensors or a sharded set with model.safetensors.index.json; F32/F16/BF16 weights, or MLX
- * affine-quantized 4/8-bit weights as described by config.json's "quantization"), memory-mapped in place
- * with no conversion (but for the packed copy of pack_weights, made after load). Architectures llama,
- * qwen2, qwen3. On failure *out is NULL, and err (if not NULL, errlen > 0) holds a message. */
+/* Load a model from path:
+ *  - a GGUF file (llama.cpp's conventions), or
+ *  - a Hugging Face model directory (config.json, tokenizer.json [+ tokenizer_config.json],
+ *    model.safetensors or a sharded set with model.safetensors.index.json; F32/F16/BF16 weights, or MLX
+ *    affine-quantized 4/8-bit weights as described by config.json's "quantization"),
+ * memory-mapped in place with no conversion (but for the packed copy of pack_weights, made after load).
+ * Architectures llama, qwen2, qwen3.
+ * Ownership: *out belongs to the caller, who frees it with laya_model_free after every context, session
+ * and other object made from it is freed. The file may be replaced on disk meanwhile, but not truncated
+ * or rewritten in place (it is mapped).
+ * Errors: LAYA_ERR_INVALID_ARG (NULL path or out, params.abi not LAYA_ABI_VERSION), LAYA_ERR_IO,
+ * LAYA_ERR_FORMAT, LAYA_ERR_UNSUPPORTED, LAYA_ERR_NOMEM. On failure *out is NULL and err (if not NULL,
+ * errlen > 0) holds a message; the same message goes to the log callback as a warning.
+ * Any thread; loads of different files may run at once. */
 LAYA_API laya_status laya_model_load(const char *path, laya_model_params params, laya_model **out,
                                      char *err, size_t errlen);
+
+/* Free a model and unmap its file; NULL is a no-op. Waits for the packing thread (laya_model_wait_ready)
+ * to stop. No context, session or worker of the model may exist any more. */
 LAYA_API void laya_model_free(laya_model *m);
-/* Load returns before the copy of pack_weights is made: a thread of the model makes it (tens of ms for
- * the bundled model, a few hundred for a 0.5B file), and decodes meanwhile compute from the file, with
- * the same results, more slowly. The copy starts once the first decode has ended (or 50 ms after load),
- * so that a first key press has the cores to itself, and it pauses while decodes run (8 ms at most a
- * pause, so it still finishes under decodes that never stop). This starts it at once if it has not
- * started, and blocks until it is done (at once when there is none): for benchmarks, and callers that
- * want the steady-state speed from their first step. */
+
+/* Load returns before the copy of pack_weights is made: a thread of the model makes it (its time grows
+ * with the matrices' size; docs/PERFORMANCE.md), and decodes meanwhile compute from the file, with the
+ * same results, more slowly. The copy starts once the first decode has ended (or 50 ms after load), so
+ * that a first key press has the cores to itself, and it pauses while decodes run (8 ms at most a pause,
+ * so it still finishes under decodes that never stop). This starts it at once if it has not started, and
+ * blocks until it is done (at once when there is none): for benchmarks, and callers that want the
+ * steady-state speed from their first step. Any thread; several may wait at once. */
 LAYA_API void laya_model_wait_ready(laya_model *m);
 
 typedef struct laya_model_info {
@@ -100,69 +162,98 @@ typedef struct laya_model_info {
     int32_t n_threads;      /* threads of the model's forward passes (laya_model_params.n_threads resolved) */
 } laya_model_info;
 
+/* Fill *out with the model's shape and sizes. The strings live as long as the model. Any thread. */
 LAYA_API void laya_model_get_info(const laya_model *m, laya_model_info *out);
 
-/* The type of a named tensor as a string ("F32", "Q4_K", ...), with its shape (ne[0] is the row length).
- * Iterate i from 0 until the call returns LAYA_ERR_NOT_FOUND. Pointers live as long as the model. */
+/* The type of tensor i as a string ("F32", "Q4_K", ...), with its name and shape (ne[0] is the row
+ * length; unused dimensions are 1). Iterate i from 0 until the call returns LAYA_ERR_NOT_FOUND (also
+ * the answer for a vocab_only model). Pointers live as long as the model. Any thread. */
 LAYA_API laya_status laya_model_tensor(const laya_model *m, int32_t i, const char **name,
                                        const char **type, int64_t ne[4], int32_t *n_dims);
 
+/* A message about the model's last failure, or "" (load reports its failures through its err argument).
+ * Never NULL ("model is NULL" for m NULL). Valid as long as the model. */
 LAYA_API const char *laya_model_error(const laya_model *m);
 
 /* ---------------------------------------------------------------------------------------------------
- * Tokenizer (read from the model's GGUF metadata). Thread-safe on a shared model. */
+ * Tokenizer (read from the model's metadata). Every call here is thread-safe on a shared model and works
+ * on vocab_only models. */
 
 /* Encode len bytes of text. Invalid UTF-8 is first replaced by U+FFFD per maximal invalid subpart (as
  * Python's bytes.decode(errors="replace") does), so any bytes are accepted. Control-token text such
  * as "<|endoftext|>" is matched only if parse_special is nonzero; user-defined added tokens (e.g. Qwen's
- * "<think>") are always matched, as Hugging Face tokenizers and llama.cpp do. No BOS is added here. Writes at most
- * cap ids; *n_out receives the number needed, and LAYA_ERR_CAPACITY is returned when it exceeds cap. */
+ * "<think>") are always matched, as Hugging Face tokenizers and llama.cpp do. No BOS is added here.
+ * Writes at most cap ids to out; *n_out receives the number needed, and LAYA_ERR_CAPACITY is returned
+ * when it exceeds cap (call again with a larger buffer).
+ * Errors: LAYA_ERR_INVALID_ARG (m or n_out NULL, text NULL with len > 0, out NULL with cap > 0),
+ * LAYA_ERR_CAPACITY, LAYA_ERR_NOMEM (the calling thread's first call sets up its scratch memory). */
 LAYA_API laya_status laya_tokenize(const laya_model *m, const char *text, size_t len, int parse_special,
                                    laya_token *out, size_t cap, size_t *n_out);
 
 /* The bytes of one token as it appears in text (byte tokens give one raw byte; may be part of a UTF-8
- * character). Returns a pointer valid as long as the model and sets *len, or NULL for a bad id. */
+ * character; not NUL-terminated). Returns a pointer valid as long as the model and sets *len, or NULL
+ * for an id out of range. */
 LAYA_API const char *laya_token_piece(const laya_model *m, laya_token id, size_t *len);
 
-/* Decode ids to text, writing at most cap bytes; *n_out receives the bytes needed. Bytes of a UTF-8
- * character split across tokens are joined; invalid sequences come out as U+FFFD only if
- * replace_invalid is nonzero, otherwise raw. A leading space added by SentencePiece is removed when
- * strip_leading_space is nonzero. */
+/* Decode n ids to text, writing at most cap bytes (no NUL is added); *n_out receives the bytes needed,
+ * and LAYA_ERR_CAPACITY is returned when they exceed cap. Bytes of a UTF-8 character split across tokens
+ * are joined; invalid sequences come out as U+FFFD only if replace_invalid is nonzero, otherwise raw.
+ * A leading space added by SentencePiece is removed when strip_leading_space is nonzero.
+ * Errors: LAYA_ERR_INVALID_ARG (an id out of range, NULL arguments), LAYA_ERR_CAPACITY. */
 LAYA_API laya_status laya_detokenize(const laya_model *m, const laya_token *ids, size_t n,
                                      int strip_leading_space, int replace_invalid, char *out,
                                      size_t cap, size_t *n_out);
 
+/* The number of token ids (the output layer's rows: it may exceed the tokenizer's tokens). */
 LAYA_API int32_t laya_n_vocab(const laya_model *m);
 
 /* ---------------------------------------------------------------------------------------------------
  * Contexts: KV cache slots ("sequences") plus all the scratch memory a forward pass needs, allocated
- * once at creation. A context belongs to one thread at a time. laya_decode never allocates. */
+ * once at creation, and a pool of the model's n_threads - 1 threads that run its forward passes.
+ * A context belongs to one thread at a time: calls on one context must not overlap (different contexts
+ * of one model may decode at once). laya_decode never allocates. */
 typedef struct laya_context laya_context;
-
-typedef struct laya_context_params {
-    int32_t n_seq;        /* number of sequence slots (KV caches) */
-    int32_t max_kv_size;  /* positions per slot, fixed */
-    int32_t max_batch;    /* most tokens one laya_decode call may carry, over all sequences */
-    int32_t max_logits;   /* most tokens in one batch that may ask for logits */
-    int32_t kv_type;      /* LAYA_KV_F32 (the default) or LAYA_KV_F16: how keys and values are held */
-} laya_context_params;
 
 /* KV cache element types. F16 halves the cache's memory and the bytes attention reads each step (what
  * long contexts spend their time on); keys and values are rounded to fp16 (nearest even) as they are
- * written, so logits move by about 1e-3. F32 keeps the forward pass's figures as computed. */
-enum { LAYA_KV_F32 = 0, LAYA_KV_F16 = 1 };
+ * written, so logits move by about 1e-3. F32 keeps the forward pass's figures as computed. The enum is
+ * as wide as an int32_t. */
+typedef enum laya_kv_type { LAYA_KV_F32 = 0, LAYA_KV_F16 = 1 } laya_kv_type;
 
+typedef struct laya_context_params {
+    uint32_t abi;         /* LAYA_ABI_VERSION, set by laya_context_default_params(); anything else is refused */
+    int32_t n_seq;        /* number of sequence slots (KV caches), 1..4096 */
+    int32_t max_kv_size;  /* positions per slot, fixed, 1..2^20 */
+    int32_t max_batch;    /* most tokens one laya_decode call may carry, over all sequences, 1..65536 */
+    int32_t max_logits;   /* most tokens in one batch that may ask for logits, 1..max_batch */
+    laya_kv_type kv_type; /* LAYA_KV_F32 (the default) or LAYA_KV_F16: how keys and values are held */
+} laya_context_params;
+
+/* The defaults: one sequence of 512 positions, batches of up to 512 tokens, 8 of them with logits, an
+ * F32 cache; abi = LAYA_ABI_VERSION. Any thread. */
 LAYA_API laya_context_params laya_context_default_params(void);
 
+/* Create a context on a loaded model (not vocab_only), allocating its KV caches and scratch memory for
+ * the largest batch the params allow and starting its threads.
+ * Ownership: *out belongs to the caller (laya_context_free); the model must outlive it.
+ * Errors: LAYA_ERR_INVALID_ARG (NULL model or out, a vocab_only model, params.abi not LAYA_ABI_VERSION,
+ * a member out of range), LAYA_ERR_NOMEM. On failure *out is NULL and err holds a message.
+ * Any thread. */
 LAYA_API laya_status laya_context_create(const laya_model *m, laya_context_params params,
                                          laya_context **out, char *err, size_t errlen);
+
+/* Stop the context's threads and free its memory; NULL is a no-op. Not while another call on it runs. */
 LAYA_API void laya_context_free(laya_context *c);
+
+/* The message of the last call on this context that failed, or "". Never NULL; valid until the next call
+ * on the context. */
 LAYA_API const char *laya_context_error(const laya_context *c);
 
 /* A batch: n tokens, each appended to the end of its sequence seq[i] (positions are implicit: the
  * sequence's current length, then +1 per earlier token of the same sequence in this batch). Tokens of
  * one sequence must appear in order. want_logits[i] != 0 asks for the logits after token i
- * (want_logits may be NULL: then only the last token of each sequence gets logits). */
+ * (want_logits may be NULL: then only the last token of each sequence gets logits). The arrays stay the
+ * caller's; laya_decode reads them during the call only. */
 typedef struct laya_batch {
     int32_t n;
     const laya_token *tokens;
@@ -170,42 +261,59 @@ typedef struct laya_batch {
     const int8_t *want_logits;
 } laya_batch;
 
-/* Run the model over the batch. On error no sequence has changed length. */
+/* Run the model over the batch: every token's keys and values go into its sequence's KV cache, and the
+ * rows asked for get logits. The result does not depend on how tokens are grouped into batches or on
+ * how its rows are split among the threads (docs/PERFORMANCE.md, "Batch invariance").
+ * Errors: LAYA_ERR_INVALID_ARG (an empty batch, NULL arrays, a sequence or token id out of range),
+ * LAYA_ERR_CAPACITY (more than max_batch tokens or max_logits outputs, or a sequence would pass
+ * max_kv_size). On error no sequence has changed length, and laya_context_error says why. */
 LAYA_API laya_status laya_decode(laya_context *c, laya_batch batch);
 
-/* Logits after token i of the last batch (n_vocab floats), or NULL if they were not asked for.
- * Valid until the next laya_decode on this context. */
+/* Logits after token i of the last batch (n_vocab floats), or NULL if they were not asked for (or i is
+ * out of range). The context owns them; valid until the next laya_decode on this context. */
 LAYA_API const float *laya_get_logits(const laya_context *c, int32_t i);
 
 /* The focused output layer. A row decoded with want_logits[i] == LAYA_WANT_HIDDEN keeps its final
  * (normalised) hidden state but skips the full output layer: laya_get_logits returns NULL for it, and
  * laya_get_logits_subset computes the logits of just the n token ids given (also allowed for rows decoded
- * with want_logits[i] == 1). Writes n floats to out; never allocates. Valid until the next laya_decode. */
+ * with want_logits[i] == LAYA_WANT_LOGITS). Writes n floats to out; never allocates. Uses the context's
+ * threads, so it counts as a call on the context. Valid until the next laya_decode.
+ * Errors: LAYA_ERR_INVALID_ARG (row i has neither logits nor a hidden state, an id out of range, NULL
+ * ids or out). */
 #define LAYA_WANT_LOGITS 1
 #define LAYA_WANT_HIDDEN 2
 LAYA_API laya_status laya_get_logits_subset(laya_context *c, int32_t i, const laya_token *ids, int32_t n,
                                             float *out);
 
-/* Length (positions held) of a sequence. */
+/* Length (positions held) of a sequence, or -1 for a sequence out of range. */
 LAYA_API int32_t laya_seq_len(const laya_context *c, int32_t seq);
-/* Drop every position >= n_pos of a sequence (n_pos <= current length). */
+
+/* Drop every position >= n_pos of a sequence (0 <= n_pos <= current length). Costs nothing but the
+ * bookkeeping. Errors: LAYA_ERR_INVALID_ARG. */
 LAYA_API laya_status laya_seq_truncate(laya_context *c, int32_t seq, int32_t n_pos);
+
 /* Make dst hold the first n_pos positions of src (dst's old contents are dropped). The positions are
  * shared rather than copied where they can be (whole multiples of 64 from position 0: dst then reads
  * them from src's cache, and attention reads them once for every sequence of a batch that shares them);
  * the rest is copied. A later write into either sequence below a shared length first gives the other its
- * own copy of what would change, so sharing never changes a result. */
+ * own copy of what would change, so sharing never changes a result. Never allocates.
+ * Errors: LAYA_ERR_INVALID_ARG (a sequence out of range, src == dst, n_pos > length of src). */
 LAYA_API laya_status laya_seq_fork(laya_context *c, int32_t src, int32_t dst, int32_t n_pos);
+
 /* The same when dst already holds src's first `from` positions (the caller knows: both were computed from
  * the same tokens): positions from..n_pos-1 are taken from src, and dst may share src's positions below
- * `from` too. from <= n_pos <= length of src, from <= length of dst. */
+ * `from` too. from <= n_pos <= length of src, from <= length of dst. Errors: LAYA_ERR_INVALID_ARG. */
 LAYA_API laya_status laya_seq_fork_from(laya_context *c, int32_t src, int32_t dst, int32_t from, int32_t n_pos);
 
 /* ---------------------------------------------------------------------------------------------------
- * Files. */
+ * Files. Each call reads and writes whole files, allocates as it needs, and may run on any thread
+ * (they share nothing). out_path is written beside its final name and renamed over it, so it only ever
+ * names a complete file. On failure err holds a message. */
 
-/* Re-encode a GGUF model's weight matrices to type ("F32", "F16", "Q8_0", "Q4_0"); 1-D tensors stay F32.
- * Metadata is copied. */
+/* Re-encode a GGUF model's weight matrices to type ("F32", "F16", "Q8_0", "Q5_0", "Q5_1", "Q4_0", "Q4_1",
+ * "IQ4_NL"); 1-D tensors stay F32.
+ * Metadata is copied. Errors: LAYA_ERR_INVALID_ARG (an unknown type), LAYA_ERR_IO, LAYA_ERR_FORMAT,
+ * LAYA_ERR_UNSUPPORTED, LAYA_ERR_NOMEM. */
 LAYA_API laya_status laya_quantize_file(const char *in_path, const char *out_path, const char *type,
                                         char *err, size_t errlen);
 
@@ -213,17 +321,20 @@ LAYA_API laya_status laya_quantize_file(const char *in_path, const char *out_pat
  * copied verbatim. words_path: a word list, lines "word count" (the known words that typo decisions choose
  * from and that are never corrected lightly; laya.words / laya.word_counts). calib_path: the confidence
  * map, lines "prob hit" as `laya eval --fit-calibration` writes it (laya.calibration.prob / .hit). Either
- * may be NULL: that part is left as it is. */
+ * may be NULL: that part is left as it is. docs/FORMAT.md lists every laya.* key.
+ * Errors: LAYA_ERR_IO, LAYA_ERR_FORMAT (a malformed model or list), LAYA_ERR_NOMEM. */
 LAYA_API laya_status laya_annotate_file(const char *in_path, const char *out_path, const char *words_path,
                                         const char *calib_path, char *err, size_t errlen);
 
 /* Write a model directory (Hugging Face safetensors + config.json + tokenizer.json, or MLX 4/8-bit) as a
  * GGUF file in llama.cpp's conventions, weights re-encoded to type ("F32", "F16", "Q8_0", "Q4_0"; NULL =
- * "F16"). A 4-bit file keeps its output matrix at 6 or 8 bits, as llama.cpp does. */
+ * "F16"). A 4-bit file keeps its output matrix at 6 or 8 bits, as llama.cpp does.
+ * Errors: as laya_model_load's, plus LAYA_ERR_INVALID_ARG for an unknown type. */
 LAYA_API laya_status laya_convert(const char *model_dir, const char *out_path, const char *type, char *err,
                                   size_t errlen);
 
-/* The CPU kernel set chosen at run time: "avx512", "avxvnni", "avx2", "neondot", "neon" or "scalar". */
+/* The CPU kernel set chosen at run time: "avx512", "avxvnni", "avx2", "neondot", "neon" or "scalar" (the
+ * environment variable LAYA_KERNELS, read once, may ask for a lower one). Static; any thread. */
 LAYA_API const char *laya_cpu_backend(void);
 
 /* ---------------------------------------------------------------------------------------------------

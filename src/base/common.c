@@ -1,8 +1,9 @@
-/* common.c — the allocation hook, error formatting and status strings. */
+/* common.c — the allocation hook, error formatting, status strings, the version and the log callback. */
 #include "base/common.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -64,6 +65,37 @@ char *laya_strndup(const char *s, size_t n) {
     memcpy(d, s, n);
     d[n] = 0;
     return d;
+}
+
+const char *laya_version(void) { return LAYA_VERSION; }
+
+/* The field's type changed from int32_t to the enum with no change of layout. */
+_Static_assert(sizeof(laya_kv_type) == sizeof(int32_t), "laya_kv_type must stay 32 bits wide");
+
+/* One lock for the callback and its argument, held while it runs: set_log(NULL) returning means no call
+ * of the old callback is under way or will start. */
+static pthread_mutex_t g_log_mu = PTHREAD_MUTEX_INITIALIZER;
+static laya_log_fn g_log_fn;
+static void *g_log_user;
+
+void laya_set_log(laya_log_fn fn, void *user) {
+    pthread_mutex_lock(&g_log_mu);
+    g_log_fn = fn;
+    g_log_user = user;
+    pthread_mutex_unlock(&g_log_mu);
+}
+
+void laya_log(laya_log_level level, const char *fmt, ...) {
+    pthread_mutex_lock(&g_log_mu);
+    if (g_log_fn) {
+        char msg[512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+        g_log_fn(g_log_user, level, msg);
+    }
+    pthread_mutex_unlock(&g_log_mu);
 }
 
 laya_status laya_err(char *buf, size_t cap, laya_status st, const char *fmt, ...) {

@@ -32,6 +32,10 @@ char *laya_strndup(const char *s, size_t n);
  * *len = 0, since mmap refuses zero bytes; release with munmap(*map, *len). */
 laya_status laya_map_file(const char *path, void **map, size_t *len, char *err, size_t errlen);
 
+/* The log callback of laya_set_log: a no-op when none is set. Load-time and file paths only, never the
+ * keystroke path (it takes a lock and formats). */
+void laya_log(laya_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Write a formatted message into buf (cap bytes, may be 0/NULL) and return st. */
 laya_status laya_err(char *buf, size_t cap, laya_status st, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

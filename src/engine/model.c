@@ -22,7 +22,7 @@
 #include "typing/vtrie.h"
 
 laya_model_params laya_model_default_params(void) {
-    laya_model_params p = {0};
+    laya_model_params p = {.abi = LAYA_ABI_VERSION};
     return p;
 }
 
@@ -813,6 +813,10 @@ laya_status laya_model_load(const char *path, laya_model_params params, laya_mod
     if (!out) return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "out is NULL");
     *out = NULL;
     if (!path) return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "path is NULL");
+    if (params.abi != LAYA_ABI_VERSION)
+        return laya_err(err, errlen, LAYA_ERR_INVALID_ARG,
+                        "laya_model_params.abi is %u, this library's is %u: start from laya_model_default_params() "
+                        "and build against the laya.h of this library", params.abi, LAYA_ABI_VERSION);
     if (err && errlen) err[0] = 0;
     laya_model *m = laya_calloc(1, sizeof *m);
     if (!m) return laya_err(err, errlen, LAYA_ERR_NOMEM, "out of memory");
@@ -849,9 +853,12 @@ laya_status laya_model_load(const char *path, laya_model_params params, laya_mod
     m->n_threads = LAYA_MIN(nt, 64);
     m->kn = kn_best();
     if (!m->vocab_only && params.pack_weights >= 0 && m->kn->packs) pack_weights(m);
+    laya_log(LAYA_LOG_INFO, "loaded '%s': %s, %d layers, %d threads, kernels %s%s", path, m->arch, m->hp.n_layer,
+             m->n_threads, m->kn->name, m->vocab_only ? ", vocabulary only" : "");
     *out = m;
     return LAYA_OK;
 fail:
+    laya_log(LAYA_LOG_WARN, "cannot load '%s': %s", path, err && errlen && err[0] ? err : laya_status_str(st));
     laya_model_free(m);
     return st;
 }

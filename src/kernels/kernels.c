@@ -428,10 +428,12 @@ const kn_ops *kn_best(void) {
     const kn_ops *k = g_best;
     if (k) return k;
     const char *env = getenv("LAYA_KERNELS");
-    if (env && *env) k = kn_by_name(env);
+    if (env && *env && !(k = kn_by_name(env)))
+        laya_log(LAYA_LOG_WARN, "LAYA_KERNELS=%s: no such kernel set on this CPU; choosing one", env);
     static const char *const order[] = {"avx512", "avxvnni", "avx2", "neondot", "neon"};
     for (size_t i = 0; !k && i < sizeof order / sizeof *order; i++) k = kn_by_name(order[i]);
     if (!k) k = &kn_ref_ops;
+    laya_log(LAYA_LOG_DEBUG, "kernels: %s (%s)", k->name, env && *env ? "LAYA_KERNELS" : "CPU detection");
     g_best = k;
     return k;
 }

@@ -640,7 +640,7 @@ laya_status laya_session_create(const laya_model *m, laya_session_params p, laya
     size_t mt = (size_t)p.max_text, nv = (size_t)s->n_vocab, ns = (size_t)s->n_slots;
     s->max_batch = LAYA_MAX(CHUNK, s->n_slots * (CATCHUP_ROOM + p.max_tokens + 1));
     s->max_batch = LAYA_MAX(s->max_batch, (s->n_slots + TYPO_SLOTS) * (CATCHUP_ROOM + TYPO_TOK + 2));
-    laya_context_params cp = {.n_seq = s->n_slots + TYPO_SLOTS, .max_kv_size = p.max_kv_size,
+    laya_context_params cp = {.abi = LAYA_ABI_VERSION, .n_seq = s->n_slots + TYPO_SLOTS, .max_kv_size = p.max_kv_size,
                               .max_batch = s->max_batch, .max_logits = (s->n_slots + TYPO_SLOTS) * (TYPO_TOK + 1),
                               .kv_type = p.kv_type};
     st = laya_context_create(m, cp, &s->ctx, err, errlen);
