@@ -1,325 +1,10 @@
-/* forward.c — contexts (per-sequence KV caches, scratch) and the forward pass of Llama/Qwen2/Qwen3:
- * a straight-line decode over a batch of tokens from several sequences. All memory is allocated when the
- * context is created; laya_decode never allocates. Matrix products are split by rows over the pool. */
+/* forward.c — the forward pass of Llama/Qwen2/Qwen3: a straight-line decode over a batch of tokens from
+ * several sequences, with its matmul passes split by rows over the pool and its attention over KV heads.
+ * laya_decode never allocates. Contexts and the KV-cache bookkeeping (fork, truncate) are kv.c. */
 #include <math.h>
 #include <stdio.h>
-#include <time.h>
 
-#include "engine/fwprof.h"
-#include "engine/model.h"
-
-/* Batches of up to this many rows have their activations quantized by every thread of a matmul pass into
- * its own copy, instead of each row by one thread for all (mm_quantize): no thread waits for rows another
- * quantizes, and none reads rows from the other core's cache. In one process, the two alternating
- * (Zen 5, medians of 16 steps over 30-40 rounds; own / shared, ms): typing Q4_0 B = 2 0.385 / 0.398,
- * 0.383 / 0.405; B = 4 0.613 / 0.643, 0.618 / 0.639; B = 8 1.132 / 1.200, 1.134 / 1.190; B = 1 0.260 /
- * 0.256, 0.250 / 0.258; 0.5B Q4_0 B = 4 (DRAM) 11.92 / 11.99, 11.98 / 11.89. */
-#define MM_OWN_B 8
-#define SPLIT_KINDS 9 /* mm_split's share tables: 1-3 matrices a pass x 3 batch classes */
-#define SPLIT_MAX_T 64 /* threads up to which passes split by learned shares (evenly beyond) */
-
-struct laya_context {
-    const laya_model *m;
-    laya_context_params p;
-    lp_pool *pool;
-    int packed;         /* the model's packed copies are used in this decode (packed_now at its start) */
-    int32_t kv_dim;
-    int32_t *seq_len;   /* (n_seq) positions held */
-    /* Shared positions: sequence s's positions [0, base_len[s]) are read from sequence base[s]'s storage
-     * (the blocks of kcache / vcache below), not its own; base[s] = -1 when it has none. A fork makes
-     * them (laya_seq_fork: dst shares src's positions instead of copying them), so the candidates a
-     * keystroke forks from one context read the context's keys and values from one place (attention
-     * then reads them once per KV head for all of them: att_worker). Invariants: base_len[s] is a
-     * multiple of KN_QK_SPLIT (attention splits there with the bits of one pass); a sequence whose storage
-     * others read reads no one's (one level); storage others read is not written until they have their
-     * own copy of what the write would change (before_write). */
-    int32_t *base, *base_len;
-    /* Each KV head's block is contiguous (kv_cap positions). Keys are stored in blocks of 16 positions,
-     * dimension-major (kn_ops.attn_qk), so attention takes 16 positions per vector with no horizontal sums
-     * and reads each block as one sequential stream. */
-    int32_t kv_cap;     /* max_kv_size rounded up to 16 */
-    int kv16;           /* the caches hold fp16 (LAYA_KV_F16), else float (kv_es) */
-    void *kcache;       /* (n_layer, n_seq, n_head_kv, kv_cap / 16, head_dim, 16) keys after RoPE */
-    void *vcache;       /* (n_layer, n_seq, n_head_kv, kv_cap, head_dim) */
-    float *rope_cs;     /* (max_kv, head_dim/2, 2) cos, sin */
-    /* scratch, (max_batch, ...) rows */
-    float *x, *xn, *q, *k, *v, *att, *gate, *up;
-    void *act;          /* quantized activations, (max(max_batch, n_threads * MM_OWN_B), act_row_cap) */
-    size_t act_row_cap;
-    uint64_t *act_job;  /* (n_threads, 8): the matmul pass whose rows thread t last quantized (MM_OWN_B) */
-    uint64_t n_pass;    /* matmul passes so far */
-    /* Each thread's share of a matmul pass's rows (mm_split), learned from the passes' timings, per kind
-     * of pass (split_kind) */
-    double split[SPLIT_KINDS][SPLIT_MAX_T];
-    float *scores;      /* (n_threads, n_head / n_head_kv, max_kv) attention scores */
-    int32_t *pos;       /* (max_batch) position of each batch token */
-    int32_t *logit_row; /* (max_batch) row in logits, or -1 */
-    int32_t *hid_row;   /* (max_batch) row in hid (a row that asked for logits or its hidden state), or -1 */
-    int32_t *out_idx;   /* (max_logits) batch index of each hid row */
-    float *hid;         /* (max_logits, n_embd) final normalised hidden states, for laya_get_logits_subset */
-    float *logits;      /* (max_logits, n_vocab) */
-    int32_t n_out;
-    int32_t last_n;
-    int prof;                 /* fwprof.h: per-phase timing on */
-    double prof_ms[FP_N], prof_t;
-    int64_t prof_n;
-    char err[LAYA_ERR_MSG_MAX];
-};
-
-const char *const fw_prof_names[FP_N] = {"q/k/v matmuls", "attention (with RoPE, KV writes)", "attn output matmul",
-                                         "gate/up matmuls (with SiLU)", "down matmul", "output layer",
-                                         "rest (embed, norms, residuals)", "sync wait (inside the above)"};
-
-static double prof_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-/* Adds the time since the last mark to phase ph. */
-static inline void prof_mark(laya_context *c, int ph) {
-    if (!c->prof) return;
-    double t = prof_now();
-    c->prof_ms[ph] += t - c->prof_t;
-    c->prof_t = t;
-}
-
-void fw_profile_enable(laya_context *c, int on) {
-    c->prof = on;
-    memset(c->prof_ms, 0, sizeof c->prof_ms);
-    c->prof_n = 0;
-    lp_profile(c->pool, on);
-}
-
-void fw_profile_read(const laya_context *c, double ms[FP_N], int64_t *n_decodes) {
-    memcpy(ms, c->prof_ms, sizeof c->prof_ms);
-    ms[FP_SYNC] = (double)lp_wait_ns(c->pool) / 1e6;
-    *n_decodes = c->prof_n;
-}
-
-int32_t fw_seq_shared(const laya_context *c, int32_t seq, int32_t *base) {
-    *base = c->base[seq];
-    return c->base[seq] >= 0 ? c->base_len[seq] : 0;
-}
-
-laya_context_params laya_context_default_params(void) {
-    laya_context_params p = {.n_seq = 1, .max_kv_size = 512, .max_batch = 512, .max_logits = 8, .kv_type = LAYA_KV_F32};
-    return p;
-}
-
-const char *laya_context_error(const laya_context *c) { return c ? c->err : "context is NULL"; }
-
-void laya_context_free(laya_context *c) {
-    if (!c) return;
-    lp_free(c->pool);
-    void *bufs[] = {c->seq_len, c->base, c->base_len, c->kcache, c->vcache, c->rope_cs, c->x, c->xn, c->q, c->k, c->v, c->att,
-                    c->gate, c->up, c->act, c->act_job, c->scores, c->pos, c->logit_row, c->hid_row, c->out_idx, c->hid, c->logits};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) laya_free(bufs[i]);
-    laya_free(c);
-}
-
-/* rows × cols floats, 64-byte aligned, overflow-checked. */
-static float *alloc_f32(uint64_t rows, uint64_t cols) {
-    uint64_t n;
-    if (ck_mul(rows, cols, &n) || ck_mul(n, sizeof(float), &n) || n > SIZE_MAX) return NULL;
-    return laya_aligned_alloc(64, (size_t)n);
-}
-
-laya_status laya_context_create(const laya_model *m, laya_context_params p, laya_context **out, char *err,
-                                size_t errlen) {
-    if (!out) return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "out is NULL");
-    *out = NULL;
-    if (!m) return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "model is NULL");
-    if (m->vocab_only) return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "model was loaded vocab-only");
-    if (p.n_seq < 1 || p.n_seq > 4096 || p.max_kv_size < 1 || p.max_kv_size > (1 << 20) || p.max_batch < 1 ||
-        p.max_batch > (1 << 16) || p.max_logits < 1 || p.max_logits > p.max_batch ||
-        (p.kv_type != LAYA_KV_F32 && p.kv_type != LAYA_KV_F16))
-        return laya_err(err, errlen, LAYA_ERR_INVALID_ARG,
-                        "context params out of range (n_seq %d, max_kv_size %d, max_batch %d, max_logits %d, kv_type %d)",
-                        p.n_seq, p.max_kv_size, p.max_batch, p.max_logits, p.kv_type);
-    const lm_hparams *h = &m->hp;
-    laya_context *c = laya_calloc(1, sizeof *c);
-    if (!c) return laya_err(err, errlen, LAYA_ERR_NOMEM, "out of memory");
-    c->m = m;
-    c->p = p;
-    c->kv_dim = h->n_head_kv * h->head_dim;
-    int64_t qd = (int64_t)h->n_head * h->head_dim;
-    int64_t kmax = LAYA_MAX(LAYA_MAX(h->n_embd, h->n_ff), qd);
-    c->kv_cap = (p.max_kv_size + 15) / 16 * 16;
-    uint64_t B = (uint64_t)p.max_batch, cache_rows = (uint64_t)h->n_layer * p.n_seq * c->kv_cap;
-    c->act_row_cap = (size_t)kmax * sizeof(float); /* F32 activations are the widest format */
-    laya_status st = lp_create(m->n_threads, &c->pool);
-    if (st) goto oom;
-    c->seq_len = laya_calloc((size_t)p.n_seq, sizeof(int32_t));
-    c->base = laya_calloc((size_t)p.n_seq, sizeof(int32_t));
-    c->base_len = laya_calloc((size_t)p.n_seq, sizeof(int32_t));
-    c->kv16 = p.kv_type == LAYA_KV_F16;
-    /* (alloc_f32 sizes in floats: an F16 cache takes half as many; kv_dim is even, head_dim being so) */
-    c->kcache = alloc_f32(cache_rows, (uint64_t)c->kv_dim / (c->kv16 ? 2 : 1));
-    c->vcache = alloc_f32(cache_rows, (uint64_t)c->kv_dim / (c->kv16 ? 2 : 1));
-    c->rope_cs = alloc_f32((uint64_t)p.max_kv_size, (uint64_t)h->head_dim);
-    c->x = alloc_f32(B, h->n_embd);
-    c->xn = alloc_f32(B, h->n_embd);
-    c->q = alloc_f32(B, (uint64_t)qd);
-    c->k = alloc_f32(B, c->kv_dim);
-    c->v = alloc_f32(B, c->kv_dim);
-    c->att = alloc_f32(B, (uint64_t)qd);
-    c->gate = alloc_f32(B, h->n_ff);
-    c->up = alloc_f32(B, h->n_ff);
-    c->act = alloc_f32(LAYA_MAX(B, (uint64_t)lp_n_threads(c->pool) * MM_OWN_B), (uint64_t)kmax);
-    fw_split_set(c, 1.0 / lp_n_threads(c->pool));
-    c->act_job = laya_aligned_alloc(64, (size_t)lp_n_threads(c->pool) * 64);
-    if (c->act_job) memset(c->act_job, 0, (size_t)lp_n_threads(c->pool) * 64);
-    c->scores = alloc_f32((uint64_t)lp_n_threads(c->pool) * (uint64_t)(h->n_head / h->n_head_kv),
-                          (uint64_t)p.max_kv_size);
-    c->pos = laya_calloc(B, sizeof(int32_t));
-    c->logit_row = laya_calloc(B, sizeof(int32_t));
-    c->hid_row = laya_calloc(B, sizeof(int32_t));
-    c->out_idx = laya_calloc((size_t)p.max_logits, sizeof(int32_t));
-    c->hid = alloc_f32((uint64_t)p.max_logits, (uint64_t)h->n_embd);
-    c->logits = alloc_f32((uint64_t)p.max_logits, (uint64_t)h->n_vocab);
-    if (!c->seq_len || !c->base || !c->base_len || !c->kcache || !c->vcache || !c->rope_cs || !c->x || !c->xn || !c->q || !c->k || !c->v ||
-        !c->att || !c->gate || !c->up || !c->act || !c->act_job || !c->scores || !c->pos || !c->logit_row || !c->hid_row ||
-        !c->out_idx || !c->hid || !c->logits)
-        goto oom;
-    for (int s = 0; s < p.n_seq; s++) c->base[s] = -1;
-    /* RoPE table. Frequencies in float32 as transformers computes them; angles in double. */
-    int half = h->head_dim / 2;
-    for (int j = 0; j < half; j++) {
-        float inv = (float)(1.0 / pow((double)h->rope_theta, (double)(2 * j) / (double)h->head_dim));
-        if (m->rope_freqs) inv = inv / m->rope_freqs[j];
-        for (int t = 0; t < p.max_kv_size; t++) {
-            float ang = (float)t * inv;
-            c->rope_cs[((size_t)t * half + j) * 2 + 0] = cosf(ang);
-            c->rope_cs[((size_t)t * half + j) * 2 + 1] = sinf(ang);
-        }
-    }
-    *out = c;
-    return LAYA_OK;
-oom:
-    laya_context_free(c);
-    return laya_err(err, errlen, LAYA_ERR_NOMEM,
-                    "out of memory creating a context (n_seq %d, max_kv_size %d, max_batch %d)", p.n_seq,
-                    p.max_kv_size, p.max_batch);
-}
-
-int32_t laya_seq_len(const laya_context *c, int32_t seq) {
-    if (!c || seq < 0 || seq >= c->p.n_seq) return -1;
-    return c->seq_len[seq];
-}
-
-laya_status laya_seq_truncate(laya_context *c, int32_t seq, int32_t n_pos) {
-    if (!c) return LAYA_ERR_INVALID_ARG;
-    if (seq < 0 || seq >= c->p.n_seq || n_pos < 0 || n_pos > c->seq_len[seq])
-        return laya_err(c->err, sizeof c->err, LAYA_ERR_INVALID_ARG, "truncate seq %d to %d: out of range", seq, n_pos);
-    c->seq_len[seq] = n_pos;
-    return LAYA_OK;
-}
-
-/* Offset (in elements) of the (layer, seq, KV head) block in kcache and vcache. */
-static size_t head_off(const laya_context *c, int layer, int seq, int head) {
-    size_t h = ((size_t)layer * c->p.n_seq + seq) * c->m->hp.n_head_kv + head;
-    return h * c->kv_cap * c->m->hp.head_dim;
-}
-
-/* Bytes per cache element, and element i of a cache (kcache or vcache), whichever its type. */
-static inline size_t kv_es(const laya_context *c) { return c->kv16 ? 2 : 4; }
-static inline char *kv_el(const laya_context *c, void *cache, size_t i) { return (char *)cache + i * kv_es(c); }
-
-/* Positions [p0, p1) of sequence `from`'s storage into sequence `to`'s. */
-static void kv_copy(laya_context *c, int32_t from, int32_t to, int32_t p0, int32_t p1) {
-    if (from == to || p1 <= p0) return;
-    const int hd = c->m->hp.head_dim;
-    for (int l = 0; l < c->m->hp.n_layer; l++)
-        for (int g = 0; g < c->m->hp.n_head_kv; g++) {
-            size_t so = head_off(c, l, from, g), dof = head_off(c, l, to, g), es = kv_es(c);
-            memcpy(kv_el(c, c->vcache, dof + (size_t)p0 * hd), kv_el(c, c->vcache, so + (size_t)p0 * hd),
-                   (size_t)(p1 - p0) * hd * es);
-            /* key blocks: whole blocks in one copy, the partial ones at either end dimension by dimension */
-            for (int32_t b0 = p0 / 16 * 16; b0 < p1; b0 += 16) {
-                int32_t q0 = LAYA_MAX(p0, b0), q1 = LAYA_MIN(p1, b0 + 16);
-                const char *ks = kv_el(c, c->kcache, so + (size_t)b0 * hd);
-                char *kd = kv_el(c, c->kcache, dof + (size_t)b0 * hd);
-                if (q0 == b0 && q1 == b0 + 16) memcpy(kd, ks, (size_t)16 * hd * es);
-                else
-                    for (int j = 0; j < hd; j++)
-                        memcpy(kd + (j * 16 + (q0 - b0)) * es, ks + (j * 16 + (q0 - b0)) * es, (size_t)(q1 - q0) * es);
-            }
-        }
-}
-
-/* Sequence src's positions [p0, p1), from wherever they are held, into dst's storage. */
-static void kv_copy_seq(laya_context *c, int32_t src, int32_t dst, int32_t p0, int32_t p1) {
-    int32_t split = c->base[src] >= 0 ? LAYA_MAX(p0, LAYA_MIN(p1, c->base_len[src])) : p0;
-    if (split > p0) kv_copy(c, c->base[src], dst, p0, split);
-    kv_copy(c, src, dst, split, p1);
-}
-
-/* Sequence z stops reading another's storage from position p on (its shared positions become the
- * KN_QK_SPLIT-aligned [0, p)): the positions it holds past that are copied into its own storage. */
-static void kv_unshare(laya_context *c, int32_t z, int32_t p) {
-    if (c->base[z] < 0 || c->base_len[z] <= p) return;
-    int32_t keep = p / KN_QK_SPLIT * KN_QK_SPLIT;
-    kv_copy(c, c->base[z], z, keep, LAYA_MIN(c->base_len[z], c->seq_len[z]));
-    c->base_len[z] = keep;
-    if (!keep) c->base[z] = -1;
-}
-
-/* The sequences that read x's storage from position p on get their own copy of it. */
-static void unshare_readers(laya_context *c, int32_t x, int32_t p) {
-    for (int32_t z = 0; z < c->p.n_seq; z++)
-        if (z != x && c->base[z] == x) kv_unshare(c, z, p);
-}
-
-/* Before sequence x's storage is written from position p on: its readers get their own copy, and so does
- * x where it reads another's. */
-static void before_write(laya_context *c, int32_t x, int32_t p) {
-    unshare_readers(c, x, p);
-    kv_unshare(c, x, p);
-}
-
-/* dst takes src's positions [from, n_pos) (it holds [0, from) already: laya_seq_fork_from). It shares the
- * KN_QK_SPLIT-aligned part of them that lies in one storage, src's own or the one src reads, and copies
- * the rest. */
-static void fork_range(laya_context *c, int32_t src, int32_t dst, int32_t from, int32_t n_pos) {
-    if (src != dst) {
-        int32_t r = c->base[src] >= 0 ? c->base[src] : src;
-        int32_t rl = c->base[src] >= 0 ? LAYA_MIN(c->base_len[src], n_pos) : n_pos;
-        int32_t a = r == dst ? 0 : rl / KN_QK_SPLIT * KN_QK_SPLIT;
-        if (a > 0) {
-            unshare_readers(c, dst, 0); /* one level: dst will read r's storage */
-            /* what dst holds in [a, from) must then be in its own storage */
-            if (c->base[dst] >= 0 && c->base_len[dst] > a && from > a)
-                kv_copy(c, c->base[dst], dst, a, LAYA_MIN(from, c->base_len[dst]));
-            c->base[dst] = r;
-            c->base_len[dst] = a;
-            kv_copy_seq(c, src, dst, LAYA_MAX(from, a), n_pos);
-        } else {
-            before_write(c, dst, from);
-            kv_copy_seq(c, src, dst, from, n_pos);
-        }
-    }
-    c->seq_len[dst] = n_pos;
-}
-
-laya_status laya_seq_fork(laya_context *c, int32_t src, int32_t dst, int32_t n_pos) {
-    if (!c) return LAYA_ERR_INVALID_ARG;
-    if (src < 0 || src >= c->p.n_seq || dst < 0 || dst >= c->p.n_seq || n_pos < 0 || n_pos > c->seq_len[src])
-        return laya_err(c->err, sizeof c->err, LAYA_ERR_INVALID_ARG, "fork %d -> %d at %d: out of range", src, dst,
-                        n_pos);
-    fork_range(c, src, dst, 0, n_pos);
-    return LAYA_OK;
-}
-
-laya_status laya_seq_fork_from(laya_context *c, int32_t src, int32_t dst, int32_t from, int32_t n_pos) {
-    if (!c) return LAYA_ERR_INVALID_ARG;
-    if (src < 0 || src >= c->p.n_seq || dst < 0 || dst >= c->p.n_seq || n_pos < 0 || n_pos > c->seq_len[src] ||
-        from < 0 || from > n_pos || from > c->seq_len[dst])
-        return laya_err(c->err, sizeof c->err, LAYA_ERR_INVALID_ARG, "fork %d -> %d at %d..%d: out of range", src,
-                        dst, from, n_pos);
-    fork_range(c, src, dst, from, n_pos);
-    return LAYA_OK;
-}
+#include "engine/context.h"
 
 const float *laya_get_logits(const laya_context *c, int32_t i) {
     if (!c || i < 0 || i >= c->last_n || c->logit_row[i] < 0) return NULL;
@@ -755,7 +440,7 @@ static void qkv_head(laya_context *c, const lm_layer *L, int il, int i, int seq,
     }
     if (L->k_norm) rms_norm(k, k, L->k_norm, hd, h->norm_eps);
     rope(k, cs, hd, h->rope_neox);
-    size_t off = head_off(c, il, seq, g), kt0 = off + (size_t)(c->pos[i] / 16 * 16) * hd + c->pos[i] % 16;
+    size_t off = kv_head_off(c, il, seq, g), kt0 = off + (size_t)(c->pos[i] / 16 * 16) * hd + c->pos[i] % 16;
     if (c->kv16) {
         void (*to_f16)(const float *, uint16_t *, int64_t) = c->m->kn->to_f16;
         uint16_t kh[256], *kt = (uint16_t *)kv_el(c, c->kcache, kt0);
@@ -808,14 +493,14 @@ static void att_worker(void *arg, int chunk, int n_chunks, int tid) {
             prefetch_floats(kp, (size_t)hd);
             prefetch_floats(vp, (size_t)hd);
         }
-        /* positions [0, ns) in the storage of the sequence s shares them with (ns <= pos[i]: before_write),
+        /* positions [0, ns) in the storage of the sequence s shares them with (ns <= pos[i]: kv_before_write),
          * the rest in its own */
         int ns = c->base[s] >= 0 ? c->base_len[s] : 0;
         const float *q = c->q + (size_t)i * h->n_head * hd + (size_t)h0 * hd;
-        const char *kb = kv_el(c, c->kcache, head_off(c, j->layer, s, g));
-        const char *vb = kv_el(c, c->vcache, head_off(c, j->layer, s, g));
-        const char *kb0 = ns ? kv_el(c, c->kcache, head_off(c, j->layer, c->base[s], g)) : kb;
-        const char *vb0 = ns ? kv_el(c, c->vcache, head_off(c, j->layer, c->base[s], g)) : vb;
+        const char *kb = kv_el(c, c->kcache, kv_head_off(c, j->layer, s, g));
+        const char *vb = kv_el(c, c->vcache, kv_head_off(c, j->layer, s, g));
+        const char *kb0 = ns ? kv_el(c, c->kcache, kv_head_off(c, j->layer, c->base[s], g)) : kb;
+        const char *vb0 = ns ? kv_el(c, c->vcache, kv_head_off(c, j->layer, c->base[s], g)) : vb;
         const size_t es = kv_es(c);
         float *o = c->att + (size_t)i * h->n_head * hd + (size_t)h0 * hd;
         float mx[16], mx0[16];
@@ -974,7 +659,7 @@ static laya_status decode(laya_context *c, laya_batch bt) {
     const laya_model *m = c->m;
     const lm_hparams *h = &m->hp;
     int n = bt.n;
-    if (c->prof) c->prof_t = prof_now(), c->prof_n++;
+    fw_prof_begin(c);
     if (n < 1 || !bt.tokens || !bt.seq)
         return laya_err(c->err, sizeof c->err, LAYA_ERR_INVALID_ARG, "empty batch or NULL arrays");
     if (n > c->p.max_batch)
@@ -1016,7 +701,7 @@ static laya_status decode(laya_context *c, laya_batch bt) {
     c->last_n = n;
     /* The batch writes each sequence's storage from its first token's position on. */
     for (int i = 0; i < n; i++)
-        if (c->pos[i] == c->seq_len[bt.seq[i]]) before_write(c, bt.seq[i], c->pos[i]);
+        if (c->pos[i] == c->seq_len[bt.seq[i]]) kv_before_write(c, bt.seq[i], c->pos[i]);
 
     const int d = h->n_embd, hd = h->head_dim, qd = h->n_head * hd, kvd = c->kv_dim, ff = h->n_ff;
     const lm_mat *E = &m->tok_embd;
@@ -1063,20 +748,20 @@ static laya_status decode(laya_context *c, laya_batch bt) {
      * same KV heads: one chunk a thread, each of whole KV heads (as many for each), whose q, k and v rows
      * are whole 16-row blocks, which is how mm_edge splits the matrices. Per-phase timing (fwprof.h)
      * keeps them apart, to time each. */
-    const int one_job = !c->prof && fused && hs == group && chunks == nt && h->n_head_kv % nt == 0 && hd % 16 == 0;
+    const int one_job = !fw_prof_on(c) && fused && hs == group && chunks == nt && h->n_head_kv % nt == 0 && hd % 16 == 0;
 
     for (int il = 0; il < h->n_layer; il++) {
         const lm_layer *L = &m->layers[il];
         /* attention */
         for (int i = 0; i < n; i++) rms_norm(c->xn + (size_t)i * d, c->x + (size_t)i * d, L->attn_norm, d, h->norm_eps);
-        prof_mark(c, FP_REST);
+        fw_prof_mark(c, FP_REST);
         {
             att_job aj = {.c = c, .L = L, .layer = il, .n = n, .seq = bt.seq, .heads_per_task = hs, .fused = fused && hs == group};
             const lm_mat *ws[3] = {&L->wq, &L->wk, &L->wv};
             float *ys[3] = {c->q, c->k, c->v};
             size_t ls[3] = {(size_t)qd, (size_t)kvd, (size_t)kvd};
             const int done = matmul_multi(c, 3, ws, ys, ls, c->xn, n, 0, one_job ? &aj : NULL);
-            prof_mark(c, FP_QKV);
+            fw_prof_mark(c, FP_QKV);
             if (!done) {
                 if (!fused || hs < group) /* a prefill, or a KV head split over tasks: prepared beforehand */
                     for (int i = 0; i < n; i++)
@@ -1084,9 +769,9 @@ static laya_status decode(laya_context *c, laya_batch bt) {
                 lp_run(c->pool, att_worker, &aj, (int)chunks);
             }
         }
-        prof_mark(c, FP_ATTN);
+        fw_prof_mark(c, FP_ATTN);
         matmul1(c, &L->wo, c->xn, (size_t)d, c->att, n);
-        prof_mark(c, FP_WO);
+        fw_prof_mark(c, FP_WO);
         residual(c, n);
 
         /* feed-forward: down(silu(gate(x)) * up(x)) */
@@ -1095,18 +780,18 @@ static laya_status decode(laya_context *c, laya_batch bt) {
             const lm_mat *ws[2] = {&L->w_gate, &L->w_up};
             float *ys[2] = {c->gate, c->up};
             size_t ls[2] = {(size_t)ff, (size_t)ff};
-            prof_mark(c, FP_REST);
+            fw_prof_mark(c, FP_REST);
             matmul_multi(c, 2, ws, ys, ls, c->xn, n, 1, NULL); /* c->gate = silu(gate) * up */
         }
-        prof_mark(c, FP_GATEUP);
+        fw_prof_mark(c, FP_GATEUP);
         matmul1(c, &L->w_down, c->xn, (size_t)d, c->gate, n);
-        prof_mark(c, FP_DOWN);
+        fw_prof_mark(c, FP_DOWN);
         residual(c, n);
     }
 
     /* Output layer only for the rows that asked for logits; rows that asked for their hidden state keep it
      * (in hid) for laya_get_logits_subset. */
-    prof_mark(c, FP_REST);
+    fw_prof_mark(c, FP_REST);
     for (int r = 0; r < n_out; r++)
         rms_norm(c->hid + (size_t)r * d, c->x + (size_t)c->out_idx[r] * d, m->output_norm, d, h->norm_eps);
     if (n_full > 0) {
@@ -1119,7 +804,7 @@ static laya_status decode(laya_context *c, laya_batch bt) {
         }
         matmul1(c, &m->output, c->logits, (size_t)h->n_vocab, src, n_full);
     }
-    prof_mark(c, FP_OUT);
+    fw_prof_mark(c, FP_OUT);
     for (int i = 0; i < n; i++)
         if (c->pos[i] + 1 > c->seq_len[bt.seq[i]]) c->seq_len[bt.seq[i]] = c->pos[i] + 1;
     return LAYA_OK;
