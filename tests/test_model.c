@@ -13,6 +13,7 @@
 #include "engine/testhooks.h" /* kv_seq_shared, fw_split_set */
 #include "laya.h"
 #include "engine/model.h" /* the kernel table of a loaded model, swapped to run every one this CPU has */
+#include "engine/pack.h"  /* lm_pack_first */
 
 #define MODEL "models/laya-typing-q8_0.gguf"
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "engine/context.h"
+#include "engine/pack.h" /* lm_pack_hold */
 
 const float *laya_get_logits(const laya_context *c, int32_t i) {
     if (!c || i < 0 || i >= c->last_n || c->logit_row[i] < 0) return NULL;
