@@ -204,6 +204,175 @@ static laya_status load_merges(tok_vocab *v, const gguf_kv *mk, const int16_t *u
     return LAYA_OK;
 }
 
+/* The pre-tokenizer split and normalizer of a byte-level vocab (tokenizer.ggml.pre, laya.tokenizer.normalizer);
+ * a SentencePiece one prefixes a space instead. */
+static laya_status load_pretokenizer(tok_vocab *v, const gguf_file *f, char *err, size_t errlen) {
+    laya_status st;
+    if (v->kind == KIND_GPT2) {
+        gguf_str pre;
+        st = gguf_get_str(f, "tokenizer.ggml.pre", &pre);
+        if (st == LAYA_ERR_NOT_FOUND) {
+            v->split = SPLIT_GPT2; /* llama.cpp's fallback for old files */
+        } else if (st) {
+            st = laya_err(err, errlen, st, "tokenizer: tokenizer.ggml.pre is not a string");
+            return st;
+        } else {
+            for (size_t i = 0; i < sizeof pre_aliases / sizeof pre_aliases[0]; i++)
+                if (str_is(pre, pre_aliases[i].name)) v->split = pre_aliases[i].split;
+            if (v->split == SPLIT_NONE) {
+                st = laya_err(err, errlen, LAYA_ERR_UNSUPPORTED,
+                              "tokenizer: pre-tokenizer \"%.*s\" is not supported (llama3, qwen2, gpt2 families)",
+                              (int)LAYA_MIN(pre.n, 40), pre.p);
+                return st;
+            }
+        }
+        gguf_str norm;
+        st = gguf_get_str(f, "laya.tokenizer.normalizer", &norm);
+        if (st == LAYA_ERR_NOT_FOUND) {
+            v->nfc = v->split == SPLIT_QWEN2; /* Qwen2's tokenizer.json applies NFC; llama.cpp infers it */
+        } else if (st) {
+            st = laya_err(err, errlen, st, "tokenizer: laya.tokenizer.normalizer is not a string");
+            return st;
+        } else if (str_is(norm, "nfc")) {
+            v->nfc = 1;
+        } else if (!str_is(norm, "none") && norm.n) {
+            st = laya_err(err, errlen, LAYA_ERR_UNSUPPORTED,
+                          "tokenizer: normalizer \"%.*s\" is not supported (nfc, none)", (int)LAYA_MIN(norm.n, 40),
+                          norm.p);
+            return st;
+        }
+        v->ignore_merges = v->split == SPLIT_LLAMA3; /* Llama 3's tokenizer.json sets ignore_merges */
+    } else {
+        v->add_space_prefix = 1;
+    }
+    return LAYA_OK;
+}
+
+/* Token types and key texts (byte-level: the byte map undone); *total_out the texts' bytes, which bound
+ * both keys and pieces. LAYA_ERR_NOMEM carries no message (tok_load writes it). */
+static laya_status load_texts(tok_vocab *v, const gguf_kv *tk, const gguf_kv *tt, const int16_t *u2b,
+                              uint64_t *total_out, char *err, size_t errlen) {
+    const int32_t n = v->n;
+    laya_status st;
+    v->type = laya_malloc((size_t)n);
+    v->key_off = laya_dense_alloc(((size_t)n + 1) * sizeof *v->key_off);
+    if (!v->type || !v->key_off) return LAYA_ERR_NOMEM;
+    uint64_t total = 0;
+    gguf_str_iter it = gguf_arr_strs(tk);
+    for (int32_t i = 0; i < n; i++) {
+        int64_t t = tt ? (int64_t)gguf_arr_num(tt, (uint64_t)i) : TT_NORMAL;
+        v->type[i] = (uint8_t)(t >= 1 && t <= 6 ? t : TT_NORMAL);
+        gguf_str s;
+        gguf_str_next(&it, &s); /* n == the array's length */
+        if (s.n > MAX_TOKEN_BYTES) {
+            st = laya_err(err, errlen, LAYA_ERR_FORMAT, "tokenizer: token %d is %llu bytes long", (int)i,
+                          (unsigned long long)s.n);
+            return st;
+        }
+        total += s.n;
+    }
+    if (total > UINT32_MAX) {
+        st = laya_err(err, errlen, LAYA_ERR_FORMAT, "tokenizer: token texts total %llu bytes",
+                      (unsigned long long)total);
+        return st;
+    }
+    /* Keys are never longer than the vocab strings (unmapping only shrinks), so `total` bounds both. */
+    v->key = laya_dense_alloc(total ? total : 1);
+    if (!v->key) return LAYA_ERR_NOMEM;
+    uint32_t off = 0;
+    it = gguf_arr_strs(tk);
+    for (int32_t i = 0; i < n; i++) {
+        gguf_str s;
+        gguf_str_next(&it, &s);
+        v->key_off[i] = off;
+        size_t m;
+        if (v->kind == KIND_GPT2 && is_mergeable(v->type[i]) && unmap_bytes(u2b, s.p, s.n, v->key + off, &m)) {
+            off += (uint32_t)m;
+        } else {
+            memcpy(v->key + off, s.p, s.n); /* control/user-defined text, or a string outside the byte map */
+            off += (uint32_t)s.n;
+        }
+    }
+    v->key_off[n] = off;
+
+    *total_out = total;
+    return LAYA_OK;
+}
+
+/* The bytes each token stands for in text (tok_piece): byte-level keys already are; SentencePiece pieces
+ * are the keys with U+2581 as a space and <0xXX> as its byte. */
+static laya_status build_pieces(tok_vocab *v, uint64_t total) {
+    const int32_t n = v->n;
+    if (v->kind == KIND_GPT2) {
+        v->piece = v->key;
+        v->piece_off = v->key_off;
+    } else {
+        /* pieces: U+2581 -> ' ' (3 bytes -> 1), <0xXX> -> the byte, control text as is: never longer */
+        v->piece = laya_dense_alloc(total ? total : 1);
+        v->piece_off = laya_dense_alloc(((size_t)n + 1) * sizeof *v->piece_off);
+        if (!v->piece || !v->piece_off) return LAYA_ERR_NOMEM;
+        uint32_t po = 0;
+        for (int32_t i = 0; i < n; i++) {
+            size_t kn;
+            const char *k = tok_key_of(v, i, &kn);
+            v->piece_off[i] = po;
+            int hx = v->type[i] == TT_BYTE ? byte_token_value(k, kn) : -1;
+            if (hx >= 0) {
+                v->piece[po++] = (char)hx;
+            } else if (v->type[i] == TT_NORMAL || v->type[i] == TT_BYTE) {
+                for (size_t j = 0; j < kn; j++) {
+                    if (j + 2 < kn && (unsigned char)k[j] == 0xE2 && (unsigned char)k[j + 1] == 0x96 &&
+                        (unsigned char)k[j + 2] == 0x81) {
+                        v->piece[po++] = ' ';
+                        j += 2;
+                    } else {
+                        v->piece[po++] = k[j];
+                    }
+                }
+            } else {
+                memcpy(v->piece + po, k, kn);
+                po += (uint32_t)kn;
+            }
+        }
+        v->piece_off[n] = po;
+    }
+
+    return LAYA_OK;
+}
+
+/* The key -> id map over the tokens BPE may produce, and the byte and character tokens found through it. */
+static laya_status build_maps(tok_vocab *v) {
+    const int32_t n = v->n;
+    /* key -> id map over the tokens BPE may produce */
+    uint64_t cap = tok_pow2_at_least((uint64_t)n * 2 + 1);
+    v->map.slots = laya_dense_alloc(cap * sizeof *v->map.slots);
+    if (!v->map.slots) return LAYA_ERR_NOMEM;
+    memset(v->map.slots, 0xFF, cap * sizeof *v->map.slots);
+    v->map.mask = cap - 1;
+    for (int32_t i = 0; i < n; i++)
+        if (is_mergeable(v->type[i])) tok_map_insert(v, i);
+
+    for (int b = 0; b < 256; b++) {
+        char s[8];
+        int sl = 1;
+        if (v->kind == KIND_GPT2) s[0] = (char)b; /* gpt2 keys are raw bytes */
+        else sl = snprintf(s, sizeof s, "<0x%02X>", b);
+        v->byte_tok[b] = tok_map_find(v, s, (size_t)sl);
+    }
+    if (v->kind == KIND_SPM) {
+        for (int c = 0; c < 128; c++) {
+            char ch = (char)c;
+            v->char_tok[c] = tok_map_find(v, &ch, 1);
+        }
+        v->char_tok[128] = tok_map_find(v, "\xE2\x96\x81", 3);
+        v->byte_fallback = 1;
+        for (int b = 0; b < 256; b++)
+            if (v->byte_tok[b] < 0) v->byte_fallback = 0;
+    }
+
+    return LAYA_OK;
+}
+
 laya_status tok_load(const gguf_file *f, tok_vocab **out, char *err, size_t errlen) {
     laya_status st;
     if (!f || !out) return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "tok_load: NULL argument");
@@ -244,153 +413,17 @@ laya_status tok_load(const gguf_file *f, tok_vocab **out, char *err, size_t errl
     v->n = n;
     snprintf(v->model_name, sizeof v->model_name, "%s", kind == KIND_GPT2 ? "gpt2" : "llama");
 
-    /* pre-tokenizer and normalizer */
-    if (kind == KIND_GPT2) {
-        gguf_str pre;
-        st = gguf_get_str(f, "tokenizer.ggml.pre", &pre);
-        if (st == LAYA_ERR_NOT_FOUND) {
-            v->split = SPLIT_GPT2; /* llama.cpp's fallback for old files */
-        } else if (st) {
-            st = laya_err(err, errlen, st, "tokenizer: tokenizer.ggml.pre is not a string");
-            goto fail;
-        } else {
-            for (size_t i = 0; i < sizeof pre_aliases / sizeof pre_aliases[0]; i++)
-                if (str_is(pre, pre_aliases[i].name)) v->split = pre_aliases[i].split;
-            if (v->split == SPLIT_NONE) {
-                st = laya_err(err, errlen, LAYA_ERR_UNSUPPORTED,
-                              "tokenizer: pre-tokenizer \"%.*s\" is not supported (llama3, qwen2, gpt2 families)",
-                              (int)LAYA_MIN(pre.n, 40), pre.p);
-                goto fail;
-            }
-        }
-        gguf_str norm;
-        st = gguf_get_str(f, "laya.tokenizer.normalizer", &norm);
-        if (st == LAYA_ERR_NOT_FOUND) {
-            v->nfc = v->split == SPLIT_QWEN2; /* Qwen2's tokenizer.json applies NFC; llama.cpp infers it */
-        } else if (st) {
-            st = laya_err(err, errlen, st, "tokenizer: laya.tokenizer.normalizer is not a string");
-            goto fail;
-        } else if (str_is(norm, "nfc")) {
-            v->nfc = 1;
-        } else if (!str_is(norm, "none") && norm.n) {
-            st = laya_err(err, errlen, LAYA_ERR_UNSUPPORTED,
-                          "tokenizer: normalizer \"%.*s\" is not supported (nfc, none)", (int)LAYA_MIN(norm.n, 40),
-                          norm.p);
-            goto fail;
-        }
-        v->ignore_merges = v->split == SPLIT_LLAMA3; /* Llama 3's tokenizer.json sets ignore_merges */
-    } else {
-        v->add_space_prefix = 1;
-    }
+    if ((st = load_pretokenizer(v, f, err, errlen))) goto fail;
     snprintf(v->pre_name, sizeof v->pre_name, "%s", split_names[v->split]);
     if ((st = get_opt_bool(f, "laya.tokenizer.ignore_merges", &v->ignore_merges, err, errlen))) goto fail;
     if ((st = get_opt_bool(f, "tokenizer.ggml.add_space_prefix", &v->add_space_prefix, err, errlen))) goto fail;
 
-    /* token types and texts */
-    v->type = laya_malloc((size_t)n);
-    v->key_off = laya_dense_alloc(((size_t)n + 1) * sizeof *v->key_off);
-    if (!v->type || !v->key_off) goto nomem;
-    uint64_t total = 0;
-    gguf_str_iter it = gguf_arr_strs(tk);
-    for (int32_t i = 0; i < n; i++) {
-        int64_t t = tt ? (int64_t)gguf_arr_num(tt, (uint64_t)i) : TT_NORMAL;
-        v->type[i] = (uint8_t)(t >= 1 && t <= 6 ? t : TT_NORMAL);
-        gguf_str s;
-        gguf_str_next(&it, &s); /* n == the array's length */
-        if (s.n > MAX_TOKEN_BYTES) {
-            st = laya_err(err, errlen, LAYA_ERR_FORMAT, "tokenizer: token %d is %llu bytes long", (int)i,
-                          (unsigned long long)s.n);
-            goto fail;
-        }
-        total += s.n;
-    }
-    if (total > UINT32_MAX) {
-        st = laya_err(err, errlen, LAYA_ERR_FORMAT, "tokenizer: token texts total %llu bytes",
-                      (unsigned long long)total);
-        goto fail;
-    }
-    /* Keys are never longer than the vocab strings (unmapping only shrinks), so `total` bounds both. */
-    v->key = laya_dense_alloc(total ? total : 1);
-    if (!v->key) goto nomem;
     uint16_t b2u[256];
     int16_t u2b[324];
     byte_map(b2u, u2b);
-    uint32_t off = 0;
-    it = gguf_arr_strs(tk);
-    for (int32_t i = 0; i < n; i++) {
-        gguf_str s;
-        gguf_str_next(&it, &s);
-        v->key_off[i] = off;
-        size_t m;
-        if (kind == KIND_GPT2 && is_mergeable(v->type[i]) && unmap_bytes(u2b, s.p, s.n, v->key + off, &m)) {
-            off += (uint32_t)m;
-        } else {
-            memcpy(v->key + off, s.p, s.n); /* control/user-defined text, or a string outside the byte map */
-            off += (uint32_t)s.n;
-        }
-    }
-    v->key_off[n] = off;
-
-    if (kind == KIND_GPT2) {
-        v->piece = v->key;
-        v->piece_off = v->key_off;
-    } else {
-        /* pieces: U+2581 -> ' ' (3 bytes -> 1), <0xXX> -> the byte, control text as is: never longer */
-        v->piece = laya_dense_alloc(total ? total : 1);
-        v->piece_off = laya_dense_alloc(((size_t)n + 1) * sizeof *v->piece_off);
-        if (!v->piece || !v->piece_off) goto nomem;
-        uint32_t po = 0;
-        for (int32_t i = 0; i < n; i++) {
-            size_t kn;
-            const char *k = tok_key_of(v, i, &kn);
-            v->piece_off[i] = po;
-            int hx = v->type[i] == TT_BYTE ? byte_token_value(k, kn) : -1;
-            if (hx >= 0) {
-                v->piece[po++] = (char)hx;
-            } else if (v->type[i] == TT_NORMAL || v->type[i] == TT_BYTE) {
-                for (size_t j = 0; j < kn; j++) {
-                    if (j + 2 < kn && (unsigned char)k[j] == 0xE2 && (unsigned char)k[j + 1] == 0x96 &&
-                        (unsigned char)k[j + 2] == 0x81) {
-                        v->piece[po++] = ' ';
-                        j += 2;
-                    } else {
-                        v->piece[po++] = k[j];
-                    }
-                }
-            } else {
-                memcpy(v->piece + po, k, kn);
-                po += (uint32_t)kn;
-            }
-        }
-        v->piece_off[n] = po;
-    }
-
-    /* key -> id map over the tokens BPE may produce */
-    uint64_t cap = tok_pow2_at_least((uint64_t)n * 2 + 1);
-    v->map.slots = laya_dense_alloc(cap * sizeof *v->map.slots);
-    if (!v->map.slots) goto nomem;
-    memset(v->map.slots, 0xFF, cap * sizeof *v->map.slots);
-    v->map.mask = cap - 1;
-    for (int32_t i = 0; i < n; i++)
-        if (is_mergeable(v->type[i])) tok_map_insert(v, i);
-
-    for (int b = 0; b < 256; b++) {
-        char s[8];
-        int sl = 1;
-        if (kind == KIND_GPT2) s[0] = (char)b; /* gpt2 keys are raw bytes */
-        else sl = snprintf(s, sizeof s, "<0x%02X>", b);
-        v->byte_tok[b] = tok_map_find(v, s, (size_t)sl);
-    }
-    if (kind == KIND_SPM) {
-        for (int c = 0; c < 128; c++) {
-            char ch = (char)c;
-            v->char_tok[c] = tok_map_find(v, &ch, 1);
-        }
-        v->char_tok[128] = tok_map_find(v, "\xE2\x96\x81", 3);
-        v->byte_fallback = 1;
-        for (int b = 0; b < 256; b++)
-            if (v->byte_tok[b] < 0) v->byte_fallback = 0;
-    }
+    uint64_t total = 0;
+    if ((st = load_texts(v, tk, tt, u2b, &total, err, errlen))) goto fail_or_nomem;
+    if ((st = build_pieces(v, total)) || (st = build_maps(v))) goto fail_or_nomem;
 
     if (mk && mk->arr_n) {
         if ((st = load_merges(v, mk, u2b, err, errlen))) goto fail;
@@ -421,6 +454,8 @@ laya_status tok_load(const gguf_file *f, tok_vocab **out, char *err, size_t errl
     *out = v;
     return LAYA_OK;
 
+fail_or_nomem:
+    if (st != LAYA_ERR_NOMEM) goto fail;
 nomem:
     st = laya_err(err, errlen, LAYA_ERR_NOMEM, "tokenizer: out of memory for %d tokens", (int)n);
 fail:
