@@ -656,17 +656,11 @@ laya_status laya_decode(laya_context *c, laya_batch bt) {
     return st;
 }
 
-static laya_status decode(laya_context *c, laya_batch bt) {
-    const laya_model *m = c->m;
-    const lm_hparams *h = &m->hp;
-    int n = bt.n;
-    fw_prof_begin(c);
-    if (n < 1 || !bt.tokens || !bt.seq)
-        return laya_err(c->err, sizeof c->err, LAYA_ERR_INVALID_ARG, "empty batch or NULL arrays");
-    if (n > c->p.max_batch)
-        return laya_err(c->err, sizeof c->err, LAYA_ERR_CAPACITY, "batch of %d tokens exceeds max_batch %d", n,
-                        c->p.max_batch);
-    /* Validate everything and assign positions before touching any state. */
+/* Checks the batch and gives each token its position and output rows (hid_row, logit_row, out_idx), before
+ * any state changes; *n_full: the rows that asked for full logits. */
+static laya_status plan_batch(laya_context *c, laya_batch bt, int *n_full_out) {
+    const lm_hparams *h = &c->m->hp;
+    const int n = bt.n;
     int n_out = 0, n_full = 0;
     for (int i = 0; i < n; i++) {
         int s = bt.seq[i];
@@ -700,11 +694,14 @@ static laya_status decode(laya_context *c, laya_batch bt) {
     }
     c->n_out = n_out;
     c->last_n = n;
-    /* The batch writes each sequence's storage from its first token's position on. */
-    for (int i = 0; i < n; i++)
-        if (c->pos[i] == c->seq_len[bt.seq[i]]) kv_before_write(c, bt.seq[i], c->pos[i]);
+    *n_full_out = n_full;
+    return LAYA_OK;
+}
 
-    const int d = h->n_embd, hd = h->head_dim, qd = h->n_head * hd, kvd = c->kv_dim, ff = h->n_ff;
+/* The token embeddings of the batch into x. */
+static void embed_tokens(laya_context *c, laya_batch bt) {
+    const laya_model *m = c->m;
+    const int n = bt.n, d = m->hp.n_embd;
     const lm_mat *E = &m->tok_embd;
     for (int i = 0; i < n; i++) {
         size_t t = (size_t)bt.tokens[i];
@@ -720,8 +717,20 @@ static laya_status decode(laya_context *c, laya_batch bt) {
             qt_dequantize_row(E->type, row, c->x + (size_t)i * d, d);
         }
     }
+}
 
-    /* The attention's plan, which depends on the batch alone. When no token of the batch attends to another
+/* How the attention of a batch is cut into pool tasks: KV heads (or slices of their query-head group) per
+ * task, the chunks, whether each task prepares its own token's KV head (fused), and whether the q/k/v
+ * matmuls and the attention run as one pool job (one_job). */
+typedef struct att_plan {
+    int fused, hs, one_job;
+    int64_t chunks;
+} att_plan;
+
+static att_plan plan_attention(const laya_context *c, laya_batch bt) {
+    const lm_hparams *h = &c->m->hp;
+    const int n = bt.n, hd = h->head_dim;
+    /* The plan depends on the batch alone. When no token of the batch attends to another
      * (all in different sequences: decode steps), each attention task prepares its own token's KV head,
      * on whichever thread runs it; otherwise (a prefill) every key and value must be in the cache first. */
     int fused = 1;
@@ -740,9 +749,8 @@ static laya_status decode(laya_context *c, laya_batch bt) {
      * heaviest, claimed last, leaves little imbalance. A decode step's tasks are even: one chunk per
      * thread, each a run of whole KV heads (and slices) where they divide evenly, whose batch tokens go one
      * after another: positions they share (fork_range) come from L3 or memory for the first and from L1
-     * or L2 for the others. One chunk per KV head, claimed one by one, cost more (each claim moves the
-     * pool's lines between the cores, mm_edge): typing Q4_0, in one process, steps alternating, B = 1
-     * 0.2340 -> 0.2222 and 0.2547 -> 0.2420 ms, B = 4 0.4464 -> 0.4217 and 0.4521 -> 0.4312. */
+     * or L2 for the others. One chunk per KV head, claimed one by one, costs more (each claim moves the
+     * pool's lines between the cores, mm_edge). */
     int64_t chunks = LAYA_MIN(tasks, (int64_t)nt * 16);
     if (fused && tasks / n >= nt) chunks = nt;
     /* The q/k/v matmuls and the attention in one pool job (qkv_att_job) where chunk c of both covers the
@@ -750,6 +758,53 @@ static laya_status decode(laya_context *c, laya_batch bt) {
      * are whole 16-row blocks, which is how mm_edge splits the matrices. Per-phase timing (fwprof.h)
      * keeps them apart, to time each. */
     const int one_job = !fw_prof_on(c) && fused && hs == group && chunks == nt && h->n_head_kv % nt == 0 && hd % 16 == 0;
+    return (att_plan){.fused = fused, .hs = hs, .one_job = one_job, .chunks = chunks};
+}
+
+/* The output norm of each row that asked for an output (into hid), and the output layer for those that
+ * asked for logits. */
+static void output_layer(laya_context *c, int n_out, int n_full) {
+    const laya_model *m = c->m;
+    const lm_hparams *h = &m->hp;
+    const int d = h->n_embd;
+    /* Output layer only for the rows that asked for logits; rows that asked for their hidden state keep it
+     * (in hid) for laya_get_logits_subset. */
+    for (int r = 0; r < n_out; r++)
+        rms_norm(c->hid + (size_t)r * d, c->x + (size_t)c->out_idx[r] * d, m->output_norm, d, h->norm_eps);
+    if (n_full > 0) {
+        const float *src = c->hid;
+        if (n_full < n_out) { /* gather the full-logits rows, in order, into contiguous scratch */
+            for (int r = 0, k = 0; r < n_out; r++)
+                if (c->logit_row[c->out_idx[r]] >= 0)
+                    memcpy(c->xn + (size_t)k++ * d, c->hid + (size_t)r * d, (size_t)d * sizeof(float));
+            src = c->xn;
+        }
+        matmul1(c, &m->output, c->logits, (size_t)h->n_vocab, src, n_full);
+    }
+}
+
+static laya_status decode(laya_context *c, laya_batch bt) {
+    const laya_model *m = c->m;
+    const lm_hparams *h = &m->hp;
+    int n = bt.n;
+    fw_prof_begin(c);
+    if (n < 1 || !bt.tokens || !bt.seq)
+        return laya_err(c->err, sizeof c->err, LAYA_ERR_INVALID_ARG, "empty batch or NULL arrays");
+    if (n > c->p.max_batch)
+        return laya_err(c->err, sizeof c->err, LAYA_ERR_CAPACITY, "batch of %d tokens exceeds max_batch %d", n,
+                        c->p.max_batch);
+    int n_full = 0;
+    laya_status st = plan_batch(c, bt, &n_full);
+    if (st) return st;
+    /* The batch writes each sequence's storage from its first token's position on. */
+    for (int i = 0; i < n; i++)
+        if (c->pos[i] == c->seq_len[bt.seq[i]]) kv_before_write(c, bt.seq[i], c->pos[i]);
+
+    const int d = h->n_embd, qd = h->n_head * h->head_dim, kvd = c->kv_dim, ff = h->n_ff;
+    embed_tokens(c, bt);
+
+    const att_plan ap = plan_attention(c, bt);
+    const int group = h->n_head / h->n_head_kv, hs = ap.hs, fused = ap.fused;
 
     for (int il = 0; il < h->n_layer; il++) {
         const lm_layer *L = &m->layers[il];
@@ -761,13 +816,13 @@ static laya_status decode(laya_context *c, laya_batch bt) {
             const lm_mat *ws[3] = {&L->wq, &L->wk, &L->wv};
             float *ys[3] = {c->q, c->k, c->v};
             size_t ls[3] = {(size_t)qd, (size_t)kvd, (size_t)kvd};
-            const int done = matmul_multi(c, 3, ws, ys, ls, c->xn, n, 0, one_job ? &aj : NULL);
+            const int done = matmul_multi(c, 3, ws, ys, ls, c->xn, n, 0, ap.one_job ? &aj : NULL);
             fw_prof_mark(c, FP_QKV);
             if (!done) {
                 if (!fused || hs < group) /* a prefill, or a KV head split over tasks: prepared beforehand */
                     for (int i = 0; i < n; i++)
                         for (int g = 0; g < h->n_head_kv; g++) qkv_head(c, L, il, i, bt.seq[i], g);
-                lp_run(c->pool, att_worker, &aj, (int)chunks);
+                lp_run(c->pool, att_worker, &aj, (int)ap.chunks);
             }
         }
         fw_prof_mark(c, FP_ATTN);
@@ -790,21 +845,8 @@ static laya_status decode(laya_context *c, laya_batch bt) {
         residual(c, n);
     }
 
-    /* Output layer only for the rows that asked for logits; rows that asked for their hidden state keep it
-     * (in hid) for laya_get_logits_subset. */
     fw_prof_mark(c, FP_REST);
-    for (int r = 0; r < n_out; r++)
-        rms_norm(c->hid + (size_t)r * d, c->x + (size_t)c->out_idx[r] * d, m->output_norm, d, h->norm_eps);
-    if (n_full > 0) {
-        const float *src = c->hid;
-        if (n_full < n_out) { /* gather the full-logits rows, in order, into contiguous scratch */
-            for (int r = 0, k = 0; r < n_out; r++)
-                if (c->logit_row[c->out_idx[r]] >= 0)
-                    memcpy(c->xn + (size_t)k++ * d, c->hid + (size_t)r * d, (size_t)d * sizeof(float));
-            src = c->xn;
-        }
-        matmul1(c, &m->output, c->logits, (size_t)h->n_vocab, src, n_full);
-    }
+    output_layer(c, c->n_out, n_full);
     fw_prof_mark(c, FP_OUT);
     for (int i = 0; i < n; i++)
         if (c->pos[i] + 1 > c->seq_len[bt.seq[i]]) c->seq_len[bt.seq[i]] = c->pos[i] + 1;
