@@ -6,13 +6,8 @@
  * The cache lines are laid out so that a job of one chunk per thread moves as few lines between the
  * cores as it can: the caller writes the job (generation, chunk count, function, argument) into one line
  * the workers spin on; each worker claims its home chunk in a line that only it normally touches, and
- * reports the chunks it has finished in a line that only it writes and the caller reads. Before, one
- * word in one line took the generation, the chunk count and every claim, and the finished chunks were
- * one counter that the caller reset at every job: a worker saw a job after three transfers of a line
- * between the cores (the generation, the claim word the caller had just claimed from, the function's
- * line) and its first claim waited on the caller's. A transfer costs about 0.28 us one way on the
- * 2-vCPU guests measured (a round trip of two lines 0.56 us), and a decode step of the typing model is
- * 33 jobs. docs/PERFORMANCE-LOG.md, twenty-first session, has the figures. */
+ * reports the chunks it has finished in a line that only it writes and the caller reads. A line's
+ * transfer between cores costs a fraction of a microsecond, and a decode step is tens of jobs. */
 #include "base/pool.h"
 
 #include <pthread.h>

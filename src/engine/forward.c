@@ -129,12 +129,7 @@ typedef struct mm_job {
  * for the decodes that run while the weights are packed (matmul_multi); otherwise they cost more than
  * the imbalance they saved: every claim and completion moves the pool's shared lines between the
  * cores, and every chunk starts a new stream whose first lines nothing fetched ahead, while the
- * prefetchers ran on into the next chunk, which the other core reads. In one process, steps
- * alternating between the two splits (Zen 5, two threads, medians): typing Q4_0 B = 1 0.2814 -> 0.2346,
- * 0.2744 -> 0.2280, 0.2795 -> 0.2336 ms, B = 4 0.5356 -> 0.4742, 0.5350 -> 0.4694, 0.5398 -> 0.4666;
- * typing Q8_0 B = 1 0.521 -> 0.499, B = 4 0.658 -> 0.631;
- * 0.5B Q4_0 B = 4 6.47 -> 6.06, B = 1 5.87 -> 5.69; 0.5B Q8_0 the same (9.06 / 9.05, 14.39 / 14.30);
- * typing prompts of 8, 64 and 512 tokens 14666 -> 15835, 16296 -> 17374, 9877 -> 10211 tok/s. A thread
+ * prefetchers ran on into the next chunk, which the other core reads. A thread
  * that starts late still finds its chunk taken by one that is free (lp_run's claiming). The results do
  * not change: a matmul's outputs do not depend on the row range (kn_ops.matmul). */
 static inline int64_t mm_edge(int64_t nblk, int c, int n, int falling) {
@@ -142,17 +137,14 @@ static inline int64_t mm_edge(int64_t nblk, int c, int n, int falling) {
     int64_t left = (int64_t)(n - c) * (n - c), all = (int64_t)n * n; /* chunk c: 2(n - c) - 1 parts of n * n */
     return nblk - (nblk * left + all / 2) / all;
 }
-/* The job's activation rows into act, shared by the threads that reach here: rows are claimed one at a
- * time, so a thread that arrives late (or never) leaves them to the others. The caller used to quantize
- * them all before the job while the other threads waited. In one process, alternating: typing Q4_0
- * B = 4 0.4822 -> 0.4759, 0.5475 -> 0.5400, 0.6876 -> 0.6760 ms (B = 1 the same); a 512-token prompt
- * 6464 -> 6592 and 7913 -> 8176 tok/s. */
 /* Activation row b of the job into act (every matrix of the job has the first one's format). */
 static void mm_quantize_row(const mm_job *j, int b, void *act) {
     const int64_t K = j->w[0]->cols;
     j->kn->quantize_act(mm_type(j->pk, j->w[0]), j->x + (size_t)b * K, (char *)act + (size_t)b * j->act_rb, K);
 }
 
+/* The job's activation rows into act, shared by the threads that reach here: rows are claimed one at a
+ * time, so a thread that arrives late (or never) leaves them to the others. */
 static void mm_quantize(mm_job *j) {
     if (atomic_load_explicit(&j->qdone, memory_order_acquire) >= j->B) return;
     for (int b; (b = atomic_fetch_add_explicit(&j->qnext, 1, memory_order_relaxed)) < j->B;) {
@@ -175,11 +167,7 @@ static void mm_worker(void *arg, int chunk, int n_chunks, int tid) {
         if (j->act_job[8 * tid] != j->pass) { /* once a pass, however many of its chunks this thread runs */
             /* Every line of the rows asked for first: about half of them are in the other core's cache
              * (written by its chunk of the last pass), and the quantizer's loads would otherwise wait for
-             * them a few at a time. In one process, alternating every 20 steps (Zen 5, 2 threads,
-             * medians, without / with, ms): typing Q4_0 B = 4 0.4963 / 0.4880, 0.5455 / 0.5372, 0.4430 /
-             * 0.4334, 0.5054 / 0.4972; B = 8 0.9756 / 0.9535; typing Q8_0 B = 4 0.7811 / 0.7682, 0.6812
-             * / 0.6690; the bundled model B = 4 0.6739 / 0.6658; B = 1 about the same (0.2420 / 0.2410,
-             * 0.2629 / 0.2584). */
+             * them a few at a time. */
             prefetch_floats(j->x, (size_t)j->B * (size_t)j->w[0]->cols);
             for (int b = 0; b < j->B; b++) mm_quantize_row(j, b, act);
             j->act_job[8 * tid] = j->pass;
@@ -236,19 +224,9 @@ static void qkv_att_worker(void *arg, int chunk, int n_chunks, int tid) {
  * publication, so that a worker's late start counts against it and the shares settle where the threads end
  * together), within 0.6-1.4x an even share. A share table per kind of pass (split_kind: how many matrices,
  * one row, a decode step's few or a prompt's), since a short job's fixed costs (the wake-up, each thread's
- * own quantization) weigh more than a long one's (one table for all ran the typing files' B = 1 steps 1-3 %
- * slower in two even rounds, within their noise). Until the twenty-sixth session the kind also hashed the
- * first matrix's shape, but every dimension of these models is a multiple of 8, so that hash left only
- * the matrix count; a table per exact shape (wo, down and the output layer apart) was no faster, in one
- * process, alternating (medians, ms): 0.5B Q4_0 B = 1 6.46 / 6.61, Q8_0 12.42 / 12.44;
- * typing Q4_0 B = 1 0.2734 / 0.2670, B = 4 0.5911 / 0.5896. The rows are whole 16-row
- * blocks either way, and a matmul's outputs do not depend on its row range, so the results are the same
- * bits. In one process, steps alternating (Zen 5 guest, medians; even / learned, ms): 0.5B Q4_0 B = 1 6.83
- * / 6.20, B = 4 9.14 / 9.12; typing Q4_0 B = 1 0.2011 / 0.2056, 0.2218 / 0.2215, 0.2643 / 0.2455, 0.2367 /
- * 0.2438, B = 4 0.5254 / 0.5145, 0.5854 / 0.5771, 0.5540 / 0.5546, 0.5386 / 0.5247 (within the noise either
- * way); in a minute of one slow vCPU, typing Q4_0 B = 1 0.2673 / 0.2552, B = 4 0.6668 / 0.6019
- * (docs/PERFORMANCE-LOG.md, twenty-third session).
- */
+ * own quantization) weigh more than a long one's; a table per exact shape was no faster. The rows are whole
+ * 16-row blocks either way, and a matmul's outputs do not depend on its row range, so the results are the
+ * same bits. */
 _Atomic int fw_split_adapt = 1;
 
 static void mm_split(const lp_pool *pool, double *share, int nt) {
@@ -484,9 +462,7 @@ static void att_worker(void *arg, int chunk, int n_chunks, int tid) {
         int s = j->seq[i], npos = c->pos[i] + 1; /* causal: positions 0..pos[i] */
         /* The task prepares its token's KV head (j->fused) only after asking for every line it touches:
          * the token's q, k and v (about half of them written by the other threads' matmul chunks) here,
-         * the keys and values below; RoPE's loads used to wait on them one at a time. Typing Q4_0, in one
-         * process, steps alternating: B = 4 0.4443 -> 0.4406, 0.4611 -> 0.4564, 0.4482 -> 0.4448 ms;
-         * B = 1 0.2352 -> 0.2334. */
+         * the keys and values below, so that RoPE's loads do not wait on them one at a time. */
         if (j->fused) {
             float *qp, *kp, *vp;
             qkv_rows(c, i, g, &qp, &kp, &vp);
@@ -507,20 +483,16 @@ static void att_worker(void *arg, int chunk, int n_chunks, int tid) {
         float mx[16], mx0[16];
         /* The task's keys and values are sequential streams that are often out of cache (several
          * sequences' caches plus the weights pass through L3 every step): asking for all their lines at
-         * once keeps many misses in flight, where the hardware prefetcher ramps up stream by stream. Typing
-         * Q4_0 at B = 4, one thread: attention 0.210 -> 0.189 ms a step. A lone token's task over a short
-         * context is better off with the hardware prefetchers alone: typing Q4_0, B = 1, in one process,
-         * alternating (docs/PERFORMANCE-LOG.md, twenty-second session), without / with, 64 positions
-         * 0.2704 / 0.2775 ms, 128 0.2637 / 0.2689, 256 0.3268 / 0.3273, 400 0.3650 / 0.3583; at B = 4 they
-         * help already at 64 (0.6052 with, 0.6130 without) and much at 400 (0.8209 / 0.8802). */
+         * once keeps many misses in flight, where the hardware prefetcher ramps up stream by stream. A lone
+         * token's task over a short context (below ATT_PF_MIN_ONE) is better off with the hardware
+         * prefetchers alone. */
         if (j->n > 1 || npos >= ATT_PF_MIN_ONE) {
             size_t kbytes = (size_t)((npos + 15) / 16) * kts * es, vbytes = (size_t)npos * hd * es;
             size_t k0 = (size_t)ns * hd * es; /* ns is a multiple of 16: the same for keys */
             /* Shared positions that the chunk's previous task read (the same KV head of the same storage:
              * the source sequence itself, or another that shares as many of its positions) are in L2:
              * asking for them again cost more than it saved, 3200 prefetches a task at 400 positions,
-             * each waiting for a fill buffer. Typing Q4_0, B = 4 forked from 400 positions: attention
-             * 0.53 -> 0.43-0.47 ms a step. */
+             * each waiting for a fill buffer. */
             size_t from = 0;
             if (ns && t > t0 && (t - 1) / j->n == r) {
                 int ip = (int)((t - 1) % j->n), sp = j->seq[ip];
@@ -572,9 +544,7 @@ static void rms_norm(float *y, const float *x, const float *w, int n, float eps)
     double ss = (s4[0] + s4[1]) + (s4[2] + s4[3]);
     float r = (float)(1.0 / sqrt(ss / n + eps));
     /* four elements loaded before any is stored, so that the compiler may make them one vector whatever
-     * y overlaps (x, for the q/k norms); a plain loop stays scalar at -O2. With the loop in attention
-     * below, in one process, steps alternating: typing Q4_0 B = 4 0.5351 -> 0.5258, 0.5929 -> 0.5786,
-     * 0.5939 -> 0.5834 ms, B = 1 0.2899 -> 0.2881, 0.3104 -> 0.3067, 0.2930 -> 0.2906. The same bits. */
+     * y overlaps (x, for the q/k norms); a plain loop stays scalar at -O2. The same bits. */
     for (i = 0; i + 4 <= n; i += 4) {
         float a[4], b[4];
         for (int u = 0; u < 4; u++) a[u] = x[i + u], b[u] = w[i + u];
@@ -585,9 +555,7 @@ static void rms_norm(float *y, const float *x, const float *w, int n, float eps)
 
 /* Four floats as one vector (GCC/Clang vector extensions: SSE2 on any x86-64, NEON on aarch64), for
  * RoPE, which the compiler leaves scalar. Each lane does the scalar code's multiplies and add or
- * subtract (no fma: C11 mode contracts nothing), so the bits are the same. In one process, steps
- * alternating: typing Q4_0 (adjacent pairs) B = 4 0.7004 -> 0.6783, 0.5876 -> 0.5687, 0.6145 -> 0.5889
- * ms, B = 1 0.3144 -> 0.3084; 0.5B Q4_0 (neox) B = 4 7.44 / 7.47, within the noise. */
+ * subtract (no fma: C11 mode contracts nothing), so the bits are the same. */
 typedef float v4f __attribute__((vector_size(16)));
 typedef int32_t v4i __attribute__((vector_size(16)));
 #if defined(__clang__)
@@ -636,9 +604,7 @@ static laya_status decode(laya_context *c, laya_batch bt);
  * About half of xn was written by the other threads' chunks: for a decode step's few rows (as many as
  * mm_worker's own quantization takes, MM_OWN_B) all its lines are asked for first, which keeps those
  * transfers in flight together, where the add's loads met them a few at a time; a prompt's rows stream
- * through the add as they are. rdtsc around the two adds of a typing Q4_0 B = 4 step, in one process,
- * alternating: 10.4 k + 11.1 k -> 6.7 k + 7.5 k TSC cycles (the norms after them 35.0 k -> 32.3 k); B = 1
- * the same. */
+ * through the add as they are. */
 static void residual(laya_context *c, int n) {
     const size_t e = (size_t)n * (size_t)c->m->hp.n_embd;
     if (n <= MM_OWN_B) prefetch_floats(c->xn, e);

@@ -218,7 +218,7 @@ static float *own_floats(laya_model *m, int64_t n) {
 
 /* A 1-D vector (norm weight, bias) as floats, always a copy the model owns (a few KB a layer): a view
  * would keep the file's pages around it mapped, and reading one maps a whole page-cache folio, megabytes
- * of matrix pages on large-folio file systems, that the packed copy (pack_weights) releases. */
+ * of matrix pages on large-folio file systems, that the packed copy (pack.c) releases. */
 static laya_status get_vec(laya_model *m, enum role r, int layer, int64_t n, int required, const float **out,
                            char *err, size_t errlen) {
     *out = NULL;

@@ -135,10 +135,8 @@ qt_half kn_q8_block_ref(const float *x, int8_t *qs, int *sum) {
 
 /* A group's scales, corrections and d * sum into the q8 split arrays: a loop of a fixed 16 on
  * restrict pointers, which GCC 12 at -O2 makes SSE / NEON vector operations (the loop of 1 or 16 it
- * replaces stayed scalar, a quarter of an AVX-512 row's time). The same arithmetic as one block's. Four
- * rows of 512 or 1536 in L1, Zen 5, TSC cycles a block: AVX2 11.0-11.2 -> 8.9-9.3, AVX-VNNI 12.8-13.5 ->
- * 10.5-12.4. An AVX-512 writer of its own, from the group's registers, gave 6.8-7.0 against 7.6-7.9
- * here, about 0.2 % of a typing step: not worth a second copy of the layout. */
+ * replaces stayed scalar). The same arithmetic as one block's. An AVX-512 writer of its own gained too
+ * little to be worth a second copy of the layout. */
 static void split_put16(float *restrict ds, int32_t *restrict c4, int32_t *restrict c8, float *restrict dsum,
                         const float *restrict dq, const int *restrict sums) {
     for (int j = 0; j < 16; j++) {
