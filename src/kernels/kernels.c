@@ -438,8 +438,7 @@ void kn_p16_row(uint32_t ptype, const void *P, int64_t K, int64_t r, float *y) {
     if (ptype == KN_P16_Q4_0 || ptype == KN_P16_Q8_0) {
         /* The row's lane read straight out of each block (kn_p16_block's layout, qt_dequantize_row's
          * arithmetic: d * q) instead of through a source block per block. A tied packed model's embedding
-         * is this row, on the calling thread before every decode's first job: typing Q4_0 (rdtsc, TSC
-         * cycles a step) B = 1 8.1-8.6 k -> 3.4-3.7 k, B = 4 25-31 k -> 10.8-12.6 k. */
+         * is this row, on the calling thread before every decode's first job. */
         const int q8 = ptype == KN_P16_Q8_0, qv = kn_p16_qvecs(ptype), lane = (int)(r % 16);
         const uint8_t *pan = (const uint8_t *)P + (size_t)(r / 16) * kn_pack_panel_bytes(ptype, K);
         for (int64_t i = 0; i < K / 32; i++) {
