@@ -1,13 +1,15 @@
-# Laya — one hand-written Makefile. Targets: all (default), test, bench, asan, fuzz, neon-test, clean.
+# Laya — one hand-written Makefile. Targets: all (default), test, bench, profile (per-phase step timing,
+# build/prof/laya-profile), asan, fuzz, neon-test, clean.
 CC      ?= cc
 BUILD   ?= build
 OPT     ?= -O2
 WERROR  ?=
+DEFS    ?=
 CFLAGS  ?=
 CFLAGS  += -std=c11 $(OPT) -g -Wall -Wextra -Wshadow $(WERROR) -fPIC -fvisibility=hidden \
            -D_GNU_SOURCE -Iinclude -MMD -MP
 # The library, its tests and the dev programs see the internal headers; the command line does not.
-LIB_CFLAGS := -DLAYA_BUILD -Isrc
+LIB_CFLAGS := -DLAYA_BUILD $(DEFS) -Isrc
 LDLIBS  += -lm -lpthread
 
 ARCH := $(shell $(CC) -dumpmachine)
@@ -32,11 +34,8 @@ $(BUILD)/src/kernels/x86/kernels_avx2.o: CFLAGS += -mavx2 -mfma -mf16c
 $(BUILD)/src/kernels/x86/kernels_avxvnni.o: CFLAGS += -mavx2 -mfma -mf16c -mavxvnni
 $(BUILD)/src/kernels/arm/kernels_neondot.o: CFLAGS += -march=armv8.2-a+dotprod
 $(BUILD)/src/kernels/x86/kernels_avx512.o: CFLAGS += -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx2 -mfma -mf16c
-# Every loop of the kernels starts on a 64-byte line. Without it a decode's speed depended on where the
-# linker put the kernel file: the same AVX-512 code moved by 16, 32 or 48 bytes ran the typing Q4_0 file's
-# B = 1 step 8-15 % slower at one of the four offsets (docs/PERFORMANCE-LOG.md, twenty-seventh session),
-# so an unrelated change anywhere in the library could cost that much, and kernel A/B comparisons
-# measured the placement as well. Aligned, the four offsets ran within 1.5 %; 1 % more code.
+# Every loop of the kernels starts on a 64-byte line, so a step's speed does not depend on where the linker
+# puts the kernel code (an unrelated change could otherwise move it and cost several percent).
 $(BUILD)/src/kernels/%.o: CFLAGS += -falign-loops=64
 
 $(BUILD)/%.o: %.c
@@ -116,6 +115,13 @@ endif
 bench: all
 	@bash bench/run.sh $(BUILD)
 
+# A copy of the library with the per-phase timers (engine/fwprof.h, -DLAYA_PROFILE) in build/prof/, and
+# bench/profile.c on it: build/prof/laya-profile -m MODEL [--threads N] [--reps N].
+profile:
+	$(MAKE) BUILD=build/prof DEFS=-DLAYA_PROFILE build/prof/laya-profile
+$(BUILD)/laya-profile: $(BUILD)/bench/profile.o $(BUILD)/liblaya.a
+	$(CC) -o $@ $^ $(LDLIBS)
+
 # Tests under AddressSanitizer and UndefinedBehaviorSanitizer, in a separate build tree.
 asan:
 	$(MAKE) HAVE_CROSS= BUILD=build/asan OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
@@ -143,6 +149,6 @@ clean:
 	rm -rf $(BUILD)
 
 
-.PHONY: demo fixtures all test bench asan fuzz neon-test clean
+.PHONY: demo fixtures all test bench profile asan fuzz neon-test clean
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -10,9 +10,10 @@
 
 #include "alloc_hooks.h"
 #include "check.h"
-#include "engine/fwprof.h" /* fw_seq_shared */
+#include "engine/testhooks.h" /* kv_seq_shared, fw_split_set */
 #include "laya.h"
 #include "engine/model.h" /* the kernel table of a loaded model, swapped to run every one this CPU has */
+#include "engine/pack.h"  /* lm_pack_first */
 
 #define MODEL "models/laya-typing-q8_0.gguf"
 
@@ -207,7 +208,7 @@ static void check_shared_kv(laya_model *m, int32_t kv_type) { /* kv_type: either
     for (int op = 0; op < 400 && bad < 5; op++) {
         int k = (int)sh_rand(10), a = (int)sh_rand(SH_SEQ), b = (int)sh_rand(SH_SEQ);
         int32_t before[SH_SEQ], base;
-        for (int z = 0; z < SH_SEQ; z++) before[z] = fw_seq_shared(c, z, &base);
+        for (int z = 0; z < SH_SEQ; z++) before[z] = kv_seq_shared(c, z, &base);
         /* lengths near the source's (a keystroke's candidates fork from the whole context) */
         if (k < 2 && a != b) { /* fork a -> b */
             int32_t n = sh_len[a] - (int32_t)sh_rand((uint32_t)LAYA_MIN(sh_len[a], 10) + 1);
@@ -256,7 +257,7 @@ static void check_shared_kv(laya_model *m, int32_t kv_type) { /* kv_type: either
                 }
         }
         for (int z = 0; z < SH_SEQ; z++) { /* a sequence that lost shared positions it held (not by a fork into it) */
-            int32_t now = fw_seq_shared(c, z, &base);
+            int32_t now = kv_seq_shared(c, z, &base);
             shared_seen += now > 0;
             unshared += now < before[z] && now < sh_len[z] && !(k < 4 && z == b);
         }
@@ -274,23 +275,23 @@ static void check_shared_kv(laya_model *m, int32_t kv_type) { /* kv_type: either
     for (int z = 0; z < SH_SEQ; z++) laya_seq_truncate(c, z, 0), sh_len[z] = 0;
     int32_t base;
     CHECK(sh_step(c, fresh, 0, 200, V), "shared kv: prefill");
-    CHECK(sh_fork(c, 0, 1, 0, 200) && fw_seq_shared(c, 1, &base) == 192 && base == 0, "shared kv: fork 0 -> 1");
-    CHECK(sh_fork(c, 0, 2, 0, 160) && fw_seq_shared(c, 2, &base) == 128, "shared kv: fork 0 -> 2");
-    CHECK(sh_fork(c, 2, 1, 155, 160) && fw_seq_shared(c, 1, &base) == 128, "shared kv: fork_from 2 -> 1");
+    CHECK(sh_fork(c, 0, 1, 0, 200) && kv_seq_shared(c, 1, &base) == 192 && base == 0, "shared kv: fork 0 -> 1");
+    CHECK(sh_fork(c, 0, 2, 0, 160) && kv_seq_shared(c, 2, &base) == 128, "shared kv: fork 0 -> 2");
+    CHECK(sh_fork(c, 2, 1, 155, 160) && kv_seq_shared(c, 1, &base) == 128, "shared kv: fork_from 2 -> 1");
     CHECK(sh_step(c, fresh, 1, 1, V), "shared kv: seq 1 after sharing less than it did");
     /* (2) a fork into a sequence others read from: they get their own copy first */
     for (int z = 0; z < SH_SEQ; z++) laya_seq_truncate(c, z, 0), sh_len[z] = 0;
     CHECK(sh_step(c, fresh, 0, 200, V) && sh_step(c, fresh, 3, 150, V), "shared kv: prefills");
-    CHECK(sh_fork(c, 0, 1, 0, 200) && fw_seq_shared(c, 1, &base) == 192, "shared kv: fork 0 -> 1");
-    CHECK(sh_fork(c, 3, 0, 0, 140) && fw_seq_shared(c, 0, &base) == 128 && base == 3, "shared kv: fork 3 -> 0");
-    CHECK(fw_seq_shared(c, 1, &base) == 0, "shared kv: seq 1 still reads seq 0's storage");
+    CHECK(sh_fork(c, 0, 1, 0, 200) && kv_seq_shared(c, 1, &base) == 192, "shared kv: fork 0 -> 1");
+    CHECK(sh_fork(c, 3, 0, 0, 140) && kv_seq_shared(c, 0, &base) == 128 && base == 3, "shared kv: fork 3 -> 0");
+    CHECK(kv_seq_shared(c, 1, &base) == 0, "shared kv: seq 1 still reads seq 0's storage");
     CHECK(sh_step(c, fresh, 1, 1, V) && sh_step(c, fresh, 0, 1, V), "shared kv: after a fork into a shared sequence");
     /* (3) one decode over a source and three forks of it sharing 256, 192 and 128 of its positions, and a
      * sequence of its own, three steps (a keystroke's candidates beside the context they fork from) */
     for (int z = 0; z < SH_SEQ; z++) laya_seq_truncate(c, z, 0), sh_len[z] = 0;
     CHECK(sh_step(c, fresh, 0, 270, V) && sh_step(c, fresh, 4, 70, V), "shared kv: prefills");
     CHECK(sh_fork(c, 0, 1, 0, 270) && sh_fork(c, 0, 2, 0, 200) && sh_fork(c, 0, 3, 0, 140) &&
-              fw_seq_shared(c, 1, &base) == 256 && fw_seq_shared(c, 2, &base) == 192 && fw_seq_shared(c, 3, &base) == 128,
+              kv_seq_shared(c, 1, &base) == 256 && kv_seq_shared(c, 2, &base) == 192 && kv_seq_shared(c, 3, &base) == 128,
           "shared kv: forks 0 -> 1, 2, 3");
     for (int step = 0; step < 3; step++) {
         laya_token t[SH_SEQ];

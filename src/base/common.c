@@ -153,10 +153,8 @@ laya_status laya_map_file(const char *path, void **map, size_t *len, char *err, 
 #ifdef MADV_HUGEPAGE
         /* Large pages for the mapping where the kernel can (Linux 6.x on a file system with large folios,
          * ext4 and xfs among them): a range not in the page cache is read in 2 MB folios, and a range
-         * cached in 2 MB folios is mapped 2 MB at a time. A fresh process's first touch of a 38 MB model
-         * then costs about 20 page-table entries, not 9700: on a Zen 5 guest whose page-table updates go
-         * through the hypervisor, 1.5 ms against 20-30 (docs/PERFORMANCE-LOG.md, twenty-second session).
-         * Pages cached small (a file just written) stay small until the page cache drops them. */
+         * cached in 2 MB folios is mapped 2 MB at a time, so a first touch of a model costs a page-table
+         * entry per 2 MB, not per 4 KB. Pages cached small (a file just written) stay small until the page cache drops them. */
         if ((uint64_t)sb.st_size >= HUGE_BYTES) madvise(m, (size_t)sb.st_size, MADV_HUGEPAGE);
 #endif
         *map = m;

@@ -21,8 +21,7 @@ void *laya_malloc(size_t n);                           /* NULL on n == 0 overflo
 void *laya_calloc(size_t n, size_t size);              /* overflow-checked, zeroed */
 void *laya_aligned_alloc(size_t align, size_t n);      /* align a power of two >= sizeof(void*); free with laya_free */
 /* A table that load fills whole (the tokenizer's): from 2 MB up, 2 MB-aligned with transparent huge pages
- * asked for, so that filling it costs a page fault per 2 MB, not per 4 KB (docs/PERFORMANCE-LOG.md,
- * twenty-second session); smaller, laya_malloc. Free with laya_free. Not for memory touched sparsely
+ * asked for, so that filling it costs a page fault per 2 MB, not per 4 KB; smaller, laya_malloc. Free with laya_free. Not for memory touched sparsely
  * (a KV cache): a huge page makes all its 2 MB resident at its first touch. */
 void *laya_dense_alloc(size_t n);
 void laya_free(void *p);

@@ -6,13 +6,8 @@
  * The cache lines are laid out so that a job of one chunk per thread moves as few lines between the
  * cores as it can: the caller writes the job (generation, chunk count, function, argument) into one line
  * the workers spin on; each worker claims its home chunk in a line that only it normally touches, and
- * reports the chunks it has finished in a line that only it writes and the caller reads. Before, one
- * word in one line took the generation, the chunk count and every claim, and the finished chunks were
- * one counter that the caller reset at every job: a worker saw a job after three transfers of a line
- * between the cores (the generation, the claim word the caller had just claimed from, the function's
- * line) and its first claim waited on the caller's. A transfer costs about 0.28 us one way on the
- * 2-vCPU guests measured (a round trip of two lines 0.56 us), and a decode step of the typing model is
- * 33 jobs. docs/PERFORMANCE-LOG.md, twenty-first session, has the figures. */
+ * reports the chunks it has finished in a line that only it writes and the caller reads. A line's
+ * transfer between cores costs a fraction of a microsecond, and a decode step is tens of jobs. */
 #include "base/pool.h"
 
 #include <pthread.h>
@@ -64,8 +59,10 @@ struct lp_pool {
     pthread_cond_t cv;
     lp_home *home; /* n of them */
     lp_done *done; /* n of them; done[0] unused (the caller counts its own) */
+#ifdef LAYA_PROFILE
     int prof;
     int64_t wait_ns;
+#endif
     /* the last job's timing, for the caller (lp_last_busy): whether it was timed, and each thread's ns
      * and chunks */
     int last_timed;
@@ -256,7 +253,9 @@ void lp_run(lp_pool *p, lp_fn fn, void *arg, int n_chunks) {
     }
     const int mine = work(p, job, 0);
     if (c0) p->last_ns[0] = now_ns() - c0, p->last_chunks[0] = mine;
+#ifdef LAYA_PROFILE
     const int64_t t0 = p->prof ? now_ns() : 0;
+#endif
     /* Chunks still running elsewhere: wait, yielding if the runner seems descheduled. */
     for (int spins = 0, total = mine; total < n_chunks; spins++) {
         backoff(spins);
@@ -266,7 +265,9 @@ void lp_run(lp_pool *p, lp_fn fn, void *arg, int n_chunks) {
             if (GEN(w) == g) total += LOW(w);
         }
     }
+#ifdef LAYA_PROFILE
     if (p->prof) p->wait_ns += now_ns() - t0;
+#endif
     p->last_timed = c0 != 0;
     if (c0)
         for (int t = 1; t < p->n; t++) { /* seen complete above with acquire order: ns was stored before */
@@ -283,9 +284,11 @@ int lp_last_busy(const lp_pool *p, const int64_t **ns, const int **chunks) {
     return 1;
 }
 
+#ifdef LAYA_PROFILE
 void lp_profile(lp_pool *p, int on) {
     p->prof = on;
     p->wait_ns = 0;
 }
 
 int64_t lp_wait_ns(const lp_pool *p) { return p->wait_ns; }
+#endif

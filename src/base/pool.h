@@ -29,8 +29,11 @@ void lp_wait_at_least(atomic_int *counter, int target);
  * is), with each thread's nanoseconds from the job's publication to the end of its last chunk (ns[t]) and
  * how many chunks it ran (chunks[t]), n_threads of each; 0 otherwise. */
 int lp_last_busy(const lp_pool *p, const int64_t **ns, const int **chunks);
-/* Profiling (fwprof.h): when on, lp_run adds the nanoseconds the caller waits for other threads. */
+#ifdef LAYA_PROFILE
+/* Profiling (engine/fwprof.h, make profile): when on, lp_run adds the nanoseconds the caller waits for
+ * other threads. */
 void lp_profile(lp_pool *p, int on);
 int64_t lp_wait_ns(const lp_pool *p);
+#endif
 
 #endif

@@ -1,330 +1,11 @@
-/* forward.c — contexts (per-sequence KV caches, scratch) and the forward pass of Llama/Qwen2/Qwen3:
- * a straight-line decode over a batch of tokens from several sequences. All memory is allocated when the
- * context is created; laya_decode never allocates. Matrix products are split by rows over the pool. */
+/* forward.c — the forward pass of Llama/Qwen2/Qwen3: a straight-line decode over a batch of tokens from
+ * several sequences, with its matmul passes split by rows over the pool and its attention over KV heads.
+ * laya_decode never allocates. Contexts and the KV-cache bookkeeping (fork, truncate) are kv.c. */
 #include <math.h>
 #include <stdio.h>
-#include <time.h>
 
-#include "engine/fwprof.h"
-#include "engine/model.h"
-
-/* Batches of up to this many rows have their activations quantized by every thread of a matmul pass into
- * its own copy, instead of each row by one thread for all (mm_quantize): no thread waits for rows another
- * quantizes, and none reads rows from the other core's cache. In one process, the two alternating
- * (Zen 5, medians of 16 steps over 30-40 rounds; own / shared, ms): typing Q4_0 B = 2 0.385 / 0.398,
- * 0.383 / 0.405; B = 4 0.613 / 0.643, 0.618 / 0.639; B = 8 1.132 / 1.200, 1.134 / 1.190; B = 1 0.260 /
- * 0.256, 0.250 / 0.258; 0.5B Q4_0 B = 4 (DRAM) 11.92 / 11.99, 11.98 / 11.89. */
-#define MM_OWN_B 8
-#define SPLIT_KINDS 9 /* mm_split's share tables: 1-3 matrices a pass x 3 batch classes */
-#define SPLIT_MAX_T 64 /* threads up to which passes split by learned shares (evenly beyond) */
-
-struct laya_context {
-    const laya_model *m;
-    laya_context_params p;
-    lp_pool *pool;
-    int packed;         /* the model's packed copies are used in this decode (packed_now at its start) */
-    int32_t kv_dim;
-    int32_t *seq_len;   /* (n_seq) positions held */
-    /* Shared positions: sequence s's positions [0, base_len[s]) are read from sequence base[s]'s storage
-     * (the blocks of kcache / vcache below), not its own; base[s] = -1 when it has none. A fork makes
-     * them (laya_seq_fork: dst shares src's positions instead of copying them), so the candidates a
-     * keystroke forks from one context read the context's keys and values from one place (attention
-     * then reads them once per KV head for all of them: att_worker). Invariants: base_len[s] is a
-     * multiple of KN_QK_SPLIT (attention splits there with the bits of one pass); a sequence whose storage
-     * others read reads no one's (one level); storage others read is not written until they have their
-     * own copy of what the write would change (before_write). */
-    int32_t *base, *base_len;
-    /* Each KV head's block is contiguous (kv_cap positions). Keys are stored in blocks of 16 positions,
-     * dimension-major (kn_ops.attn_qk), so attention takes 16 positions per vector with no horizontal sums
-     * and reads each block as one sequential stream. */
-    int32_t kv_cap;     /* max_kv_size rounded up to 16 */
-    int kv16;           /* the caches hold fp16 (LAYA_KV_F16), else float (kv_es) */
-    void *kcache;       /* (n_layer, n_seq, n_head_kv, kv_cap / 16, head_dim, 16) keys after RoPE */
-    void *vcache;       /* (n_layer, n_seq, n_head_kv, kv_cap, head_dim) */
-    float *rope_cs;     /* (max_kv, head_dim/2, 2) cos, sin */
-    /* scratch, (max_batch, ...) rows */
-    float *x, *xn, *q, *k, *v, *att, *gate, *up;
-    void *act;          /* quantized activations, (max(max_batch, n_threads * MM_OWN_B), act_row_cap) */
-    size_t act_row_cap;
-    uint64_t *act_job;  /* (n_threads, 8): the matmul pass whose rows thread t last quantized (MM_OWN_B) */
-    uint64_t n_pass;    /* matmul passes so far */
-    /* Each thread's share of a matmul pass's rows (mm_split), learned from the passes' timings, per kind
-     * of pass (split_kind) */
-    double split[SPLIT_KINDS][SPLIT_MAX_T];
-    float *scores;      /* (n_threads, n_head / n_head_kv, max_kv) attention scores */
-    int32_t *pos;       /* (max_batch) position of each batch token */
-    int32_t *logit_row; /* (max_batch) row in logits, or -1 */
-    int32_t *hid_row;   /* (max_batch) row in hid (a row that asked for logits or its hidden state), or -1 */
-    int32_t *out_idx;   /* (max_logits) batch index of each hid row */
-    float *hid;         /* (max_logits, n_embd) final normalised hidden states, for laya_get_logits_subset */
-    float *logits;      /* (max_logits, n_vocab) */
-    int32_t n_out;
-    int32_t last_n;
-    int prof;                 /* fwprof.h: per-phase timing on */
-    double prof_ms[FP_N], prof_t;
-    int64_t prof_n;
-    char err[LAYA_ERR_MSG_MAX];
-};
-
-const char *const fw_prof_names[FP_N] = {"q/k/v matmuls", "attention (with RoPE, KV writes)", "attn output matmul",
-                                         "gate/up matmuls (with SiLU)", "down matmul", "output layer",
-                                         "rest (embed, norms, residuals)", "sync wait (inside the above)"};
-
-static double prof_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-/* Adds the time since the last mark to phase ph. */
-static inline void prof_mark(laya_context *c, int ph) {
-    if (!c->prof) return;
-    double t = prof_now();
-    c->prof_ms[ph] += t - c->prof_t;
-    c->prof_t = t;
-}
-
-void fw_profile_enable(laya_context *c, int on) {
-    c->prof = on;
-    memset(c->prof_ms, 0, sizeof c->prof_ms);
-    c->prof_n = 0;
-    lp_profile(c->pool, on);
-}
-
-void fw_profile_read(const laya_context *c, double ms[FP_N], int64_t *n_decodes) {
-    memcpy(ms, c->prof_ms, sizeof c->prof_ms);
-    ms[FP_SYNC] = (double)lp_wait_ns(c->pool) / 1e6;
-    *n_decodes = c->prof_n;
-}
-
-int32_t fw_seq_shared(const laya_context *c, int32_t seq, int32_t *base) {
-    *base = c->base[seq];
-    return c->base[seq] >= 0 ? c->base_len[seq] : 0;
-}
-
-laya_context_params laya_context_default_params(void) {
-    laya_context_params p = {.abi = LAYA_ABI_VERSION, .n_seq = 1, .max_kv_size = 512, .max_batch = 512, .max_logits = 8, .kv_type = LAYA_KV_F32};
-    return p;
-}
-
-const char *laya_context_error(const laya_context *c) { return c ? c->err : "context is NULL"; }
-
-void laya_context_free(laya_context *c) {
-    if (!c) return;
-    lp_free(c->pool);
-    void *bufs[] = {c->seq_len, c->base, c->base_len, c->kcache, c->vcache, c->rope_cs, c->x, c->xn, c->q, c->k, c->v, c->att,
-                    c->gate, c->up, c->act, c->act_job, c->scores, c->pos, c->logit_row, c->hid_row, c->out_idx, c->hid, c->logits};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) laya_free(bufs[i]);
-    laya_free(c);
-}
-
-/* rows × cols floats, 64-byte aligned, overflow-checked. */
-static float *alloc_f32(uint64_t rows, uint64_t cols) {
-    uint64_t n;
-    if (ck_mul(rows, cols, &n) || ck_mul(n, sizeof(float), &n) || n > SIZE_MAX) return NULL;
-    return laya_aligned_alloc(64, (size_t)n);
-}
-
-laya_status laya_context_create(const laya_model *m, laya_context_params p, laya_context **out, char *err,
-                                size_t errlen) {
-    if (!out) return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "out is NULL");
-    *out = NULL;
-    if (!m) return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "model is NULL");
-    if (m->vocab_only) return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "model was loaded vocab-only");
-    if (p.abi != LAYA_ABI_VERSION)
-        return laya_err(err, errlen, LAYA_ERR_INVALID_ARG,
-                        "laya_context_params.abi is %u, this library's is %u: start from "
-                        "laya_context_default_params() and build against the laya.h of this library", p.abi,
-                        LAYA_ABI_VERSION);
-    if (p.n_seq < 1 || p.n_seq > 4096 || p.max_kv_size < 1 || p.max_kv_size > (1 << 20) || p.max_batch < 1 ||
-        p.max_batch > (1 << 16) || p.max_logits < 1 || p.max_logits > p.max_batch ||
-        (p.kv_type != LAYA_KV_F32 && p.kv_type != LAYA_KV_F16))
-        return laya_err(err, errlen, LAYA_ERR_INVALID_ARG,
-                        "context params out of range (n_seq %d, max_kv_size %d, max_batch %d, max_logits %d, kv_type %d)",
-                        p.n_seq, p.max_kv_size, p.max_batch, p.max_logits, p.kv_type);
-    const lm_hparams *h = &m->hp;
-    laya_context *c = laya_calloc(1, sizeof *c);
-    if (!c) return laya_err(err, errlen, LAYA_ERR_NOMEM, "out of memory");
-    c->m = m;
-    c->p = p;
-    c->kv_dim = h->n_head_kv * h->head_dim;
-    int64_t qd = (int64_t)h->n_head * h->head_dim;
-    int64_t kmax = LAYA_MAX(LAYA_MAX(h->n_embd, h->n_ff), qd);
-    c->kv_cap = (p.max_kv_size + 15) / 16 * 16;
-    uint64_t B = (uint64_t)p.max_batch, cache_rows = (uint64_t)h->n_layer * p.n_seq * c->kv_cap;
-    c->act_row_cap = (size_t)kmax * sizeof(float); /* F32 activations are the widest format */
-    laya_status st = lp_create(m->n_threads, &c->pool);
-    if (st) goto oom;
-    c->seq_len = laya_calloc((size_t)p.n_seq, sizeof(int32_t));
-    c->base = laya_calloc((size_t)p.n_seq, sizeof(int32_t));
-    c->base_len = laya_calloc((size_t)p.n_seq, sizeof(int32_t));
-    c->kv16 = p.kv_type == LAYA_KV_F16;
-    /* (alloc_f32 sizes in floats: an F16 cache takes half as many; kv_dim is even, head_dim being so) */
-    c->kcache = alloc_f32(cache_rows, (uint64_t)c->kv_dim / (c->kv16 ? 2 : 1));
-    c->vcache = alloc_f32(cache_rows, (uint64_t)c->kv_dim / (c->kv16 ? 2 : 1));
-    c->rope_cs = alloc_f32((uint64_t)p.max_kv_size, (uint64_t)h->head_dim);
-    c->x = alloc_f32(B, h->n_embd);
-    c->xn = alloc_f32(B, h->n_embd);
-    c->q = alloc_f32(B, (uint64_t)qd);
-    c->k = alloc_f32(B, c->kv_dim);
-    c->v = alloc_f32(B, c->kv_dim);
-    c->att = alloc_f32(B, (uint64_t)qd);
-    c->gate = alloc_f32(B, h->n_ff);
-    c->up = alloc_f32(B, h->n_ff);
-    c->act = alloc_f32(LAYA_MAX(B, (uint64_t)lp_n_threads(c->pool) * MM_OWN_B), (uint64_t)kmax);
-    fw_split_set(c, 1.0 / lp_n_threads(c->pool));
-    c->act_job = laya_aligned_alloc(64, (size_t)lp_n_threads(c->pool) * 64);
-    if (c->act_job) memset(c->act_job, 0, (size_t)lp_n_threads(c->pool) * 64);
-    c->scores = alloc_f32((uint64_t)lp_n_threads(c->pool) * (uint64_t)(h->n_head / h->n_head_kv),
-                          (uint64_t)p.max_kv_size);
-    c->pos = laya_calloc(B, sizeof(int32_t));
-    c->logit_row = laya_calloc(B, sizeof(int32_t));
-    c->hid_row = laya_calloc(B, sizeof(int32_t));
-    c->out_idx = laya_calloc((size_t)p.max_logits, sizeof(int32_t));
-    c->hid = alloc_f32((uint64_t)p.max_logits, (uint64_t)h->n_embd);
-    c->logits = alloc_f32((uint64_t)p.max_logits, (uint64_t)h->n_vocab);
-    if (!c->seq_len || !c->base || !c->base_len || !c->kcache || !c->vcache || !c->rope_cs || !c->x || !c->xn || !c->q || !c->k || !c->v ||
-        !c->att || !c->gate || !c->up || !c->act || !c->act_job || !c->scores || !c->pos || !c->logit_row || !c->hid_row ||
-        !c->out_idx || !c->hid || !c->logits)
-        goto oom;
-    for (int s = 0; s < p.n_seq; s++) c->base[s] = -1;
-    /* RoPE table. Frequencies in float32 as transformers computes them; angles in double. */
-    int half = h->head_dim / 2;
-    for (int j = 0; j < half; j++) {
-        float inv = (float)(1.0 / pow((double)h->rope_theta, (double)(2 * j) / (double)h->head_dim));
-        if (m->rope_freqs) inv = inv / m->rope_freqs[j];
-        for (int t = 0; t < p.max_kv_size; t++) {
-            float ang = (float)t * inv;
-            c->rope_cs[((size_t)t * half + j) * 2 + 0] = cosf(ang);
-            c->rope_cs[((size_t)t * half + j) * 2 + 1] = sinf(ang);
-        }
-    }
-    *out = c;
-    return LAYA_OK;
-oom:
-    laya_context_free(c);
-    return laya_err(err, errlen, LAYA_ERR_NOMEM,
-                    "out of memory creating a context (n_seq %d, max_kv_size %d, max_batch %d)", p.n_seq,
-                    p.max_kv_size, p.max_batch);
-}
-
-int32_t laya_seq_len(const laya_context *c, int32_t seq) {
-    if (!c || seq < 0 || seq >= c->p.n_seq) return -1;
-    return c->seq_len[seq];
-}
-
-laya_status laya_seq_truncate(laya_context *c, int32_t seq, int32_t n_pos) {
-    if (!c) return LAYA_ERR_INVALID_ARG;
-    if (seq < 0 || seq >= c->p.n_seq || n_pos < 0 || n_pos > c->seq_len[seq])
-        return laya_err(c->err, sizeof c->err, LAYA_ERR_INVALID_ARG, "truncate seq %d to %d: out of range", seq, n_pos);
-    c->seq_len[seq] = n_pos;
-    return LAYA_OK;
-}
-
-/* Offset (in elements) of the (layer, seq, KV head) block in kcache and vcache. */
-static size_t head_off(const laya_context *c, int layer, int seq, int head) {
-    size_t h = ((size_t)layer * c->p.n_seq + seq) * c->m->hp.n_head_kv + head;
-    return h * c->kv_cap * c->m->hp.head_dim;
-}
-
-/* Bytes per cache element, and element i of a cache (kcache or vcache), whichever its type. */
-static inline size_t kv_es(const laya_context *c) { return c->kv16 ? 2 : 4; }
-static inline char *kv_el(const laya_context *c, void *cache, size_t i) { return (char *)cache + i * kv_es(c); }
-
-/* Positions [p0, p1) of sequence `from`'s storage into sequence `to`'s. */
-static void kv_copy(laya_context *c, int32_t from, int32_t to, int32_t p0, int32_t p1) {
-    if (from == to || p1 <= p0) return;
-    const int hd = c->m->hp.head_dim;
-    for (int l = 0; l < c->m->hp.n_layer; l++)
-        for (int g = 0; g < c->m->hp.n_head_kv; g++) {
-            size_t so = head_off(c, l, from, g), dof = head_off(c, l, to, g), es = kv_es(c);
-            memcpy(kv_el(c, c->vcache, dof + (size_t)p0 * hd), kv_el(c, c->vcache, so + (size_t)p0 * hd),
-                   (size_t)(p1 - p0) * hd * es);
-            /* key blocks: whole blocks in one copy, the partial ones at either end dimension by dimension */
-            for (int32_t b0 = p0 / 16 * 16; b0 < p1; b0 += 16) {
-                int32_t q0 = LAYA_MAX(p0, b0), q1 = LAYA_MIN(p1, b0 + 16);
-                const char *ks = kv_el(c, c->kcache, so + (size_t)b0 * hd);
-                char *kd = kv_el(c, c->kcache, dof + (size_t)b0 * hd);
-                if (q0 == b0 && q1 == b0 + 16) memcpy(kd, ks, (size_t)16 * hd * es);
-                else
-                    for (int j = 0; j < hd; j++)
-                        memcpy(kd + (j * 16 + (q0 - b0)) * es, ks + (j * 16 + (q0 - b0)) * es, (size_t)(q1 - q0) * es);
-            }
-        }
-}
-
-/* Sequence src's positions [p0, p1), from wherever they are held, into dst's storage. */
-static void kv_copy_seq(laya_context *c, int32_t src, int32_t dst, int32_t p0, int32_t p1) {
-    int32_t split = c->base[src] >= 0 ? LAYA_MAX(p0, LAYA_MIN(p1, c->base_len[src])) : p0;
-    if (split > p0) kv_copy(c, c->base[src], dst, p0, split);
-    kv_copy(c, src, dst, split, p1);
-}
-
-/* Sequence z stops reading another's storage from position p on (its shared positions become the
- * KN_QK_SPLIT-aligned [0, p)): the positions it holds past that are copied into its own storage. */
-static void kv_unshare(laya_context *c, int32_t z, int32_t p) {
-    if (c->base[z] < 0 || c->base_len[z] <= p) return;
-    int32_t keep = p / KN_QK_SPLIT * KN_QK_SPLIT;
-    kv_copy(c, c->base[z], z, keep, LAYA_MIN(c->base_len[z], c->seq_len[z]));
-    c->base_len[z] = keep;
-    if (!keep) c->base[z] = -1;
-}
-
-/* The sequences that read x's storage from position p on get their own copy of it. */
-static void unshare_readers(laya_context *c, int32_t x, int32_t p) {
-    for (int32_t z = 0; z < c->p.n_seq; z++)
-        if (z != x && c->base[z] == x) kv_unshare(c, z, p);
-}
-
-/* Before sequence x's storage is written from position p on: its readers get their own copy, and so does
- * x where it reads another's. */
-static void before_write(laya_context *c, int32_t x, int32_t p) {
-    unshare_readers(c, x, p);
-    kv_unshare(c, x, p);
-}
-
-/* dst takes src's positions [from, n_pos) (it holds [0, from) already: laya_seq_fork_from). It shares the
- * KN_QK_SPLIT-aligned part of them that lies in one storage, src's own or the one src reads, and copies
- * the rest. */
-static void fork_range(laya_context *c, int32_t src, int32_t dst, int32_t from, int32_t n_pos) {
-    if (src != dst) {
-        int32_t r = c->base[src] >= 0 ? c->base[src] : src;
-        int32_t rl = c->base[src] >= 0 ? LAYA_MIN(c->base_len[src], n_pos) : n_pos;
-        int32_t a = r == dst ? 0 : rl / KN_QK_SPLIT * KN_QK_SPLIT;
-        if (a > 0) {
-            unshare_readers(c, dst, 0); /* one level: dst will read r's storage */
-            /* what dst holds in [a, from) must then be in its own storage */
-            if (c->base[dst] >= 0 && c->base_len[dst] > a && from > a)
-                kv_copy(c, c->base[dst], dst, a, LAYA_MIN(from, c->base_len[dst]));
-            c->base[dst] = r;
-            c->base_len[dst] = a;
-            kv_copy_seq(c, src, dst, LAYA_MAX(from, a), n_pos);
-        } else {
-            before_write(c, dst, from);
-            kv_copy_seq(c, src, dst, from, n_pos);
-        }
-    }
-    c->seq_len[dst] = n_pos;
-}
-
-laya_status laya_seq_fork(laya_context *c, int32_t src, int32_t dst, int32_t n_pos) {
-    if (!c) return LAYA_ERR_INVALID_ARG;
-    if (src < 0 || src >= c->p.n_seq || dst < 0 || dst >= c->p.n_seq || n_pos < 0 || n_pos > c->seq_len[src])
-        return laya_err(c->err, sizeof c->err, LAYA_ERR_INVALID_ARG, "fork %d -> %d at %d: out of range", src, dst,
-                        n_pos);
-    fork_range(c, src, dst, 0, n_pos);
-    return LAYA_OK;
-}
-
-laya_status laya_seq_fork_from(laya_context *c, int32_t src, int32_t dst, int32_t from, int32_t n_pos) {
-    if (!c) return LAYA_ERR_INVALID_ARG;
-    if (src < 0 || src >= c->p.n_seq || dst < 0 || dst >= c->p.n_seq || n_pos < 0 || n_pos > c->seq_len[src] ||
-        from < 0 || from > n_pos || from > c->seq_len[dst])
-        return laya_err(c->err, sizeof c->err, LAYA_ERR_INVALID_ARG, "fork %d -> %d at %d..%d: out of range", src,
-                        dst, from, n_pos);
-    fork_range(c, src, dst, from, n_pos);
-    return LAYA_OK;
-}
+#include "engine/context.h"
+#include "engine/pack.h" /* lm_pack_hold */
 
 const float *laya_get_logits(const laya_context *c, int32_t i) {
     if (!c || i < 0 || i >= c->last_n || c->logit_row[i] < 0) return NULL;
@@ -448,12 +129,7 @@ typedef struct mm_job {
  * for the decodes that run while the weights are packed (matmul_multi); otherwise they cost more than
  * the imbalance they saved: every claim and completion moves the pool's shared lines between the
  * cores, and every chunk starts a new stream whose first lines nothing fetched ahead, while the
- * prefetchers ran on into the next chunk, which the other core reads. In one process, steps
- * alternating between the two splits (Zen 5, two threads, medians): typing Q4_0 B = 1 0.2814 -> 0.2346,
- * 0.2744 -> 0.2280, 0.2795 -> 0.2336 ms, B = 4 0.5356 -> 0.4742, 0.5350 -> 0.4694, 0.5398 -> 0.4666;
- * typing Q8_0 B = 1 0.521 -> 0.499, B = 4 0.658 -> 0.631;
- * 0.5B Q4_0 B = 4 6.47 -> 6.06, B = 1 5.87 -> 5.69; 0.5B Q8_0 the same (9.06 / 9.05, 14.39 / 14.30);
- * typing prompts of 8, 64 and 512 tokens 14666 -> 15835, 16296 -> 17374, 9877 -> 10211 tok/s. A thread
+ * prefetchers ran on into the next chunk, which the other core reads. A thread
  * that starts late still finds its chunk taken by one that is free (lp_run's claiming). The results do
  * not change: a matmul's outputs do not depend on the row range (kn_ops.matmul). */
 static inline int64_t mm_edge(int64_t nblk, int c, int n, int falling) {
@@ -461,17 +137,14 @@ static inline int64_t mm_edge(int64_t nblk, int c, int n, int falling) {
     int64_t left = (int64_t)(n - c) * (n - c), all = (int64_t)n * n; /* chunk c: 2(n - c) - 1 parts of n * n */
     return nblk - (nblk * left + all / 2) / all;
 }
-/* The job's activation rows into act, shared by the threads that reach here: rows are claimed one at a
- * time, so a thread that arrives late (or never) leaves them to the others. The caller used to quantize
- * them all before the job while the other threads waited. In one process, alternating: typing Q4_0
- * B = 4 0.4822 -> 0.4759, 0.5475 -> 0.5400, 0.6876 -> 0.6760 ms (B = 1 the same); a 512-token prompt
- * 6464 -> 6592 and 7913 -> 8176 tok/s. */
 /* Activation row b of the job into act (every matrix of the job has the first one's format). */
 static void mm_quantize_row(const mm_job *j, int b, void *act) {
     const int64_t K = j->w[0]->cols;
     j->kn->quantize_act(mm_type(j->pk, j->w[0]), j->x + (size_t)b * K, (char *)act + (size_t)b * j->act_rb, K);
 }
 
+/* The job's activation rows into act, shared by the threads that reach here: rows are claimed one at a
+ * time, so a thread that arrives late (or never) leaves them to the others. */
 static void mm_quantize(mm_job *j) {
     if (atomic_load_explicit(&j->qdone, memory_order_acquire) >= j->B) return;
     for (int b; (b = atomic_fetch_add_explicit(&j->qnext, 1, memory_order_relaxed)) < j->B;) {
@@ -494,11 +167,7 @@ static void mm_worker(void *arg, int chunk, int n_chunks, int tid) {
         if (j->act_job[8 * tid] != j->pass) { /* once a pass, however many of its chunks this thread runs */
             /* Every line of the rows asked for first: about half of them are in the other core's cache
              * (written by its chunk of the last pass), and the quantizer's loads would otherwise wait for
-             * them a few at a time. In one process, alternating every 20 steps (Zen 5, 2 threads,
-             * medians, without / with, ms): typing Q4_0 B = 4 0.4963 / 0.4880, 0.5455 / 0.5372, 0.4430 /
-             * 0.4334, 0.5054 / 0.4972; B = 8 0.9756 / 0.9535; typing Q8_0 B = 4 0.7811 / 0.7682, 0.6812
-             * / 0.6690; the bundled model B = 4 0.6739 / 0.6658; B = 1 about the same (0.2420 / 0.2410,
-             * 0.2629 / 0.2584). */
+             * them a few at a time. */
             prefetch_floats(j->x, (size_t)j->B * (size_t)j->w[0]->cols);
             for (int b = 0; b < j->B; b++) mm_quantize_row(j, b, act);
             j->act_job[8 * tid] = j->pass;
@@ -555,19 +224,9 @@ static void qkv_att_worker(void *arg, int chunk, int n_chunks, int tid) {
  * publication, so that a worker's late start counts against it and the shares settle where the threads end
  * together), within 0.6-1.4x an even share. A share table per kind of pass (split_kind: how many matrices,
  * one row, a decode step's few or a prompt's), since a short job's fixed costs (the wake-up, each thread's
- * own quantization) weigh more than a long one's (one table for all ran the typing files' B = 1 steps 1-3 %
- * slower in two even rounds, within their noise). Until the twenty-sixth session the kind also hashed the
- * first matrix's shape, but every dimension of these models is a multiple of 8, so that hash left only
- * the matrix count; a table per exact shape (wo, down and the output layer apart) was no faster, in one
- * process, alternating (medians, ms): 0.5B Q4_0 B = 1 6.46 / 6.61, Q8_0 12.42 / 12.44;
- * typing Q4_0 B = 1 0.2734 / 0.2670, B = 4 0.5911 / 0.5896. The rows are whole 16-row
- * blocks either way, and a matmul's outputs do not depend on its row range, so the results are the same
- * bits. In one process, steps alternating (Zen 5 guest, medians; even / learned, ms): 0.5B Q4_0 B = 1 6.83
- * / 6.20, B = 4 9.14 / 9.12; typing Q4_0 B = 1 0.2011 / 0.2056, 0.2218 / 0.2215, 0.2643 / 0.2455, 0.2367 /
- * 0.2438, B = 4 0.5254 / 0.5145, 0.5854 / 0.5771, 0.5540 / 0.5546, 0.5386 / 0.5247 (within the noise either
- * way); in a minute of one slow vCPU, typing Q4_0 B = 1 0.2673 / 0.2552, B = 4 0.6668 / 0.6019
- * (docs/PERFORMANCE-LOG.md, twenty-third session).
- */
+ * own quantization) weigh more than a long one's; a table per exact shape was no faster. The rows are whole
+ * 16-row blocks either way, and a matmul's outputs do not depend on its row range, so the results are the
+ * same bits. */
 _Atomic int fw_split_adapt = 1;
 
 static void mm_split(const lp_pool *pool, double *share, int nt) {
@@ -760,7 +419,7 @@ static void qkv_head(laya_context *c, const lm_layer *L, int il, int i, int seq,
     }
     if (L->k_norm) rms_norm(k, k, L->k_norm, hd, h->norm_eps);
     rope(k, cs, hd, h->rope_neox);
-    size_t off = head_off(c, il, seq, g), kt0 = off + (size_t)(c->pos[i] / 16 * 16) * hd + c->pos[i] % 16;
+    size_t off = kv_head_off(c, il, seq, g), kt0 = off + (size_t)(c->pos[i] / 16 * 16) * hd + c->pos[i] % 16;
     if (c->kv16) {
         void (*to_f16)(const float *, uint16_t *, int64_t) = c->m->kn->to_f16;
         uint16_t kh[256], *kt = (uint16_t *)kv_el(c, c->kcache, kt0);
@@ -803,9 +462,7 @@ static void att_worker(void *arg, int chunk, int n_chunks, int tid) {
         int s = j->seq[i], npos = c->pos[i] + 1; /* causal: positions 0..pos[i] */
         /* The task prepares its token's KV head (j->fused) only after asking for every line it touches:
          * the token's q, k and v (about half of them written by the other threads' matmul chunks) here,
-         * the keys and values below; RoPE's loads used to wait on them one at a time. Typing Q4_0, in one
-         * process, steps alternating: B = 4 0.4443 -> 0.4406, 0.4611 -> 0.4564, 0.4482 -> 0.4448 ms;
-         * B = 1 0.2352 -> 0.2334. */
+         * the keys and values below, so that RoPE's loads do not wait on them one at a time. */
         if (j->fused) {
             float *qp, *kp, *vp;
             qkv_rows(c, i, g, &qp, &kp, &vp);
@@ -813,33 +470,29 @@ static void att_worker(void *arg, int chunk, int n_chunks, int tid) {
             prefetch_floats(kp, (size_t)hd);
             prefetch_floats(vp, (size_t)hd);
         }
-        /* positions [0, ns) in the storage of the sequence s shares them with (ns <= pos[i]: before_write),
+        /* positions [0, ns) in the storage of the sequence s shares them with (ns <= pos[i]: kv_before_write),
          * the rest in its own */
         int ns = c->base[s] >= 0 ? c->base_len[s] : 0;
         const float *q = c->q + (size_t)i * h->n_head * hd + (size_t)h0 * hd;
-        const char *kb = kv_el(c, c->kcache, head_off(c, j->layer, s, g));
-        const char *vb = kv_el(c, c->vcache, head_off(c, j->layer, s, g));
-        const char *kb0 = ns ? kv_el(c, c->kcache, head_off(c, j->layer, c->base[s], g)) : kb;
-        const char *vb0 = ns ? kv_el(c, c->vcache, head_off(c, j->layer, c->base[s], g)) : vb;
+        const char *kb = kv_el(c, c->kcache, kv_head_off(c, j->layer, s, g));
+        const char *vb = kv_el(c, c->vcache, kv_head_off(c, j->layer, s, g));
+        const char *kb0 = ns ? kv_el(c, c->kcache, kv_head_off(c, j->layer, c->base[s], g)) : kb;
+        const char *vb0 = ns ? kv_el(c, c->vcache, kv_head_off(c, j->layer, c->base[s], g)) : vb;
         const size_t es = kv_es(c);
         float *o = c->att + (size_t)i * h->n_head * hd + (size_t)h0 * hd;
         float mx[16], mx0[16];
         /* The task's keys and values are sequential streams that are often out of cache (several
          * sequences' caches plus the weights pass through L3 every step): asking for all their lines at
-         * once keeps many misses in flight, where the hardware prefetcher ramps up stream by stream. Typing
-         * Q4_0 at B = 4, one thread: attention 0.210 -> 0.189 ms a step. A lone token's task over a short
-         * context is better off with the hardware prefetchers alone: typing Q4_0, B = 1, in one process,
-         * alternating (docs/PERFORMANCE-LOG.md, twenty-second session), without / with, 64 positions
-         * 0.2704 / 0.2775 ms, 128 0.2637 / 0.2689, 256 0.3268 / 0.3273, 400 0.3650 / 0.3583; at B = 4 they
-         * help already at 64 (0.6052 with, 0.6130 without) and much at 400 (0.8209 / 0.8802). */
+         * once keeps many misses in flight, where the hardware prefetcher ramps up stream by stream. A lone
+         * token's task over a short context (below ATT_PF_MIN_ONE) is better off with the hardware
+         * prefetchers alone. */
         if (j->n > 1 || npos >= ATT_PF_MIN_ONE) {
             size_t kbytes = (size_t)((npos + 15) / 16) * kts * es, vbytes = (size_t)npos * hd * es;
             size_t k0 = (size_t)ns * hd * es; /* ns is a multiple of 16: the same for keys */
             /* Shared positions that the chunk's previous task read (the same KV head of the same storage:
              * the source sequence itself, or another that shares as many of its positions) are in L2:
              * asking for them again cost more than it saved, 3200 prefetches a task at 400 positions,
-             * each waiting for a fill buffer. Typing Q4_0, B = 4 forked from 400 positions: attention
-             * 0.53 -> 0.43-0.47 ms a step. */
+             * each waiting for a fill buffer. */
             size_t from = 0;
             if (ns && t > t0 && (t - 1) / j->n == r) {
                 int ip = (int)((t - 1) % j->n), sp = j->seq[ip];
@@ -891,9 +544,7 @@ static void rms_norm(float *y, const float *x, const float *w, int n, float eps)
     double ss = (s4[0] + s4[1]) + (s4[2] + s4[3]);
     float r = (float)(1.0 / sqrt(ss / n + eps));
     /* four elements loaded before any is stored, so that the compiler may make them one vector whatever
-     * y overlaps (x, for the q/k norms); a plain loop stays scalar at -O2. With the loop in attention
-     * below, in one process, steps alternating: typing Q4_0 B = 4 0.5351 -> 0.5258, 0.5929 -> 0.5786,
-     * 0.5939 -> 0.5834 ms, B = 1 0.2899 -> 0.2881, 0.3104 -> 0.3067, 0.2930 -> 0.2906. The same bits. */
+     * y overlaps (x, for the q/k norms); a plain loop stays scalar at -O2. The same bits. */
     for (i = 0; i + 4 <= n; i += 4) {
         float a[4], b[4];
         for (int u = 0; u < 4; u++) a[u] = x[i + u], b[u] = w[i + u];
@@ -904,9 +555,7 @@ static void rms_norm(float *y, const float *x, const float *w, int n, float eps)
 
 /* Four floats as one vector (GCC/Clang vector extensions: SSE2 on any x86-64, NEON on aarch64), for
  * RoPE, which the compiler leaves scalar. Each lane does the scalar code's multiplies and add or
- * subtract (no fma: C11 mode contracts nothing), so the bits are the same. In one process, steps
- * alternating: typing Q4_0 (adjacent pairs) B = 4 0.7004 -> 0.6783, 0.5876 -> 0.5687, 0.6145 -> 0.5889
- * ms, B = 1 0.3144 -> 0.3084; 0.5B Q4_0 (neox) B = 4 7.44 / 7.47, within the noise. */
+ * subtract (no fma: C11 mode contracts nothing), so the bits are the same. */
 typedef float v4f __attribute__((vector_size(16)));
 typedef int32_t v4i __attribute__((vector_size(16)));
 #if defined(__clang__)
@@ -955,9 +604,7 @@ static laya_status decode(laya_context *c, laya_batch bt);
  * About half of xn was written by the other threads' chunks: for a decode step's few rows (as many as
  * mm_worker's own quantization takes, MM_OWN_B) all its lines are asked for first, which keeps those
  * transfers in flight together, where the add's loads met them a few at a time; a prompt's rows stream
- * through the add as they are. rdtsc around the two adds of a typing Q4_0 B = 4 step, in one process,
- * alternating: 10.4 k + 11.1 k -> 6.7 k + 7.5 k TSC cycles (the norms after them 35.0 k -> 32.3 k); B = 1
- * the same. */
+ * through the add as they are. */
 static void residual(laya_context *c, int n) {
     const size_t e = (size_t)n * (size_t)c->m->hp.n_embd;
     if (n <= MM_OWN_B) prefetch_floats(c->xn, e);
@@ -975,17 +622,11 @@ laya_status laya_decode(laya_context *c, laya_batch bt) {
     return st;
 }
 
-static laya_status decode(laya_context *c, laya_batch bt) {
-    const laya_model *m = c->m;
-    const lm_hparams *h = &m->hp;
-    int n = bt.n;
-    if (c->prof) c->prof_t = prof_now(), c->prof_n++;
-    if (n < 1 || !bt.tokens || !bt.seq)
-        return laya_err(c->err, sizeof c->err, LAYA_ERR_INVALID_ARG, "empty batch or NULL arrays");
-    if (n > c->p.max_batch)
-        return laya_err(c->err, sizeof c->err, LAYA_ERR_CAPACITY, "batch of %d tokens exceeds max_batch %d", n,
-                        c->p.max_batch);
-    /* Validate everything and assign positions before touching any state. */
+/* Checks the batch and gives each token its position and output rows (hid_row, logit_row, out_idx), before
+ * any state changes; *n_full: the rows that asked for full logits. */
+static laya_status plan_batch(laya_context *c, laya_batch bt, int *n_full_out) {
+    const lm_hparams *h = &c->m->hp;
+    const int n = bt.n;
     int n_out = 0, n_full = 0;
     for (int i = 0; i < n; i++) {
         int s = bt.seq[i];
@@ -1019,11 +660,14 @@ static laya_status decode(laya_context *c, laya_batch bt) {
     }
     c->n_out = n_out;
     c->last_n = n;
-    /* The batch writes each sequence's storage from its first token's position on. */
-    for (int i = 0; i < n; i++)
-        if (c->pos[i] == c->seq_len[bt.seq[i]]) before_write(c, bt.seq[i], c->pos[i]);
+    *n_full_out = n_full;
+    return LAYA_OK;
+}
 
-    const int d = h->n_embd, hd = h->head_dim, qd = h->n_head * hd, kvd = c->kv_dim, ff = h->n_ff;
+/* The token embeddings of the batch into x. */
+static void embed_tokens(laya_context *c, laya_batch bt) {
+    const laya_model *m = c->m;
+    const int n = bt.n, d = m->hp.n_embd;
     const lm_mat *E = &m->tok_embd;
     for (int i = 0; i < n; i++) {
         size_t t = (size_t)bt.tokens[i];
@@ -1039,8 +683,20 @@ static laya_status decode(laya_context *c, laya_batch bt) {
             qt_dequantize_row(E->type, row, c->x + (size_t)i * d, d);
         }
     }
+}
 
-    /* The attention's plan, which depends on the batch alone. When no token of the batch attends to another
+/* How the attention of a batch is cut into pool tasks: KV heads (or slices of their query-head group) per
+ * task, the chunks, whether each task prepares its own token's KV head (fused), and whether the q/k/v
+ * matmuls and the attention run as one pool job (one_job). */
+typedef struct att_plan {
+    int fused, hs, one_job;
+    int64_t chunks;
+} att_plan;
+
+static att_plan plan_attention(const laya_context *c, laya_batch bt) {
+    const lm_hparams *h = &c->m->hp;
+    const int n = bt.n, hd = h->head_dim;
+    /* The plan depends on the batch alone. When no token of the batch attends to another
      * (all in different sequences: decode steps), each attention task prepares its own token's KV head,
      * on whichever thread runs it; otherwise (a prefill) every key and value must be in the cache first. */
     int fused = 1;
@@ -1059,59 +715,26 @@ static laya_status decode(laya_context *c, laya_batch bt) {
      * heaviest, claimed last, leaves little imbalance. A decode step's tasks are even: one chunk per
      * thread, each a run of whole KV heads (and slices) where they divide evenly, whose batch tokens go one
      * after another: positions they share (fork_range) come from L3 or memory for the first and from L1
-     * or L2 for the others. One chunk per KV head, claimed one by one, cost more (each claim moves the
-     * pool's lines between the cores, mm_edge): typing Q4_0, in one process, steps alternating, B = 1
-     * 0.2340 -> 0.2222 and 0.2547 -> 0.2420 ms, B = 4 0.4464 -> 0.4217 and 0.4521 -> 0.4312. */
+     * or L2 for the others. One chunk per KV head, claimed one by one, costs more (each claim moves the
+     * pool's lines between the cores, mm_edge). */
     int64_t chunks = LAYA_MIN(tasks, (int64_t)nt * 16);
     if (fused && tasks / n >= nt) chunks = nt;
     /* The q/k/v matmuls and the attention in one pool job (qkv_att_job) where chunk c of both covers the
      * same KV heads: one chunk a thread, each of whole KV heads (as many for each), whose q, k and v rows
      * are whole 16-row blocks, which is how mm_edge splits the matrices. Per-phase timing (fwprof.h)
      * keeps them apart, to time each. */
-    const int one_job = !c->prof && fused && hs == group && chunks == nt && h->n_head_kv % nt == 0 && hd % 16 == 0;
+    const int one_job = !fw_prof_on(c) && fused && hs == group && chunks == nt && h->n_head_kv % nt == 0 && hd % 16 == 0;
+    return (att_plan){.fused = fused, .hs = hs, .one_job = one_job, .chunks = chunks};
+}
 
-    for (int il = 0; il < h->n_layer; il++) {
-        const lm_layer *L = &m->layers[il];
-        /* attention */
-        for (int i = 0; i < n; i++) rms_norm(c->xn + (size_t)i * d, c->x + (size_t)i * d, L->attn_norm, d, h->norm_eps);
-        prof_mark(c, FP_REST);
-        {
-            att_job aj = {.c = c, .L = L, .layer = il, .n = n, .seq = bt.seq, .heads_per_task = hs, .fused = fused && hs == group};
-            const lm_mat *ws[3] = {&L->wq, &L->wk, &L->wv};
-            float *ys[3] = {c->q, c->k, c->v};
-            size_t ls[3] = {(size_t)qd, (size_t)kvd, (size_t)kvd};
-            const int done = matmul_multi(c, 3, ws, ys, ls, c->xn, n, 0, one_job ? &aj : NULL);
-            prof_mark(c, FP_QKV);
-            if (!done) {
-                if (!fused || hs < group) /* a prefill, or a KV head split over tasks: prepared beforehand */
-                    for (int i = 0; i < n; i++)
-                        for (int g = 0; g < h->n_head_kv; g++) qkv_head(c, L, il, i, bt.seq[i], g);
-                lp_run(c->pool, att_worker, &aj, (int)chunks);
-            }
-        }
-        prof_mark(c, FP_ATTN);
-        matmul1(c, &L->wo, c->xn, (size_t)d, c->att, n);
-        prof_mark(c, FP_WO);
-        residual(c, n);
-
-        /* feed-forward: down(silu(gate(x)) * up(x)) */
-        for (int i = 0; i < n; i++) rms_norm(c->xn + (size_t)i * d, c->x + (size_t)i * d, L->ffn_norm, d, h->norm_eps);
-        {
-            const lm_mat *ws[2] = {&L->w_gate, &L->w_up};
-            float *ys[2] = {c->gate, c->up};
-            size_t ls[2] = {(size_t)ff, (size_t)ff};
-            prof_mark(c, FP_REST);
-            matmul_multi(c, 2, ws, ys, ls, c->xn, n, 1, NULL); /* c->gate = silu(gate) * up */
-        }
-        prof_mark(c, FP_GATEUP);
-        matmul1(c, &L->w_down, c->xn, (size_t)d, c->gate, n);
-        prof_mark(c, FP_DOWN);
-        residual(c, n);
-    }
-
+/* The output norm of each row that asked for an output (into hid), and the output layer for those that
+ * asked for logits. */
+static void output_layer(laya_context *c, int n_out, int n_full) {
+    const laya_model *m = c->m;
+    const lm_hparams *h = &m->hp;
+    const int d = h->n_embd;
     /* Output layer only for the rows that asked for logits; rows that asked for their hidden state keep it
      * (in hid) for laya_get_logits_subset. */
-    prof_mark(c, FP_REST);
     for (int r = 0; r < n_out; r++)
         rms_norm(c->hid + (size_t)r * d, c->x + (size_t)c->out_idx[r] * d, m->output_norm, d, h->norm_eps);
     if (n_full > 0) {
@@ -1124,7 +747,73 @@ static laya_status decode(laya_context *c, laya_batch bt) {
         }
         matmul1(c, &m->output, c->logits, (size_t)h->n_vocab, src, n_full);
     }
-    prof_mark(c, FP_OUT);
+}
+
+static laya_status decode(laya_context *c, laya_batch bt) {
+    const laya_model *m = c->m;
+    const lm_hparams *h = &m->hp;
+    int n = bt.n;
+    fw_prof_begin(c);
+    if (n < 1 || !bt.tokens || !bt.seq)
+        return laya_err(c->err, sizeof c->err, LAYA_ERR_INVALID_ARG, "empty batch or NULL arrays");
+    if (n > c->p.max_batch)
+        return laya_err(c->err, sizeof c->err, LAYA_ERR_CAPACITY, "batch of %d tokens exceeds max_batch %d", n,
+                        c->p.max_batch);
+    int n_full = 0;
+    laya_status st = plan_batch(c, bt, &n_full);
+    if (st) return st;
+    /* The batch writes each sequence's storage from its first token's position on. */
+    for (int i = 0; i < n; i++)
+        if (c->pos[i] == c->seq_len[bt.seq[i]]) kv_before_write(c, bt.seq[i], c->pos[i]);
+
+    const int d = h->n_embd, qd = h->n_head * h->head_dim, kvd = c->kv_dim, ff = h->n_ff;
+    embed_tokens(c, bt);
+
+    const att_plan ap = plan_attention(c, bt);
+    const int group = h->n_head / h->n_head_kv, hs = ap.hs, fused = ap.fused;
+
+    for (int il = 0; il < h->n_layer; il++) {
+        const lm_layer *L = &m->layers[il];
+        /* attention */
+        for (int i = 0; i < n; i++) rms_norm(c->xn + (size_t)i * d, c->x + (size_t)i * d, L->attn_norm, d, h->norm_eps);
+        fw_prof_mark(c, FP_REST);
+        {
+            att_job aj = {.c = c, .L = L, .layer = il, .n = n, .seq = bt.seq, .heads_per_task = hs, .fused = fused && hs == group};
+            const lm_mat *ws[3] = {&L->wq, &L->wk, &L->wv};
+            float *ys[3] = {c->q, c->k, c->v};
+            size_t ls[3] = {(size_t)qd, (size_t)kvd, (size_t)kvd};
+            const int done = matmul_multi(c, 3, ws, ys, ls, c->xn, n, 0, ap.one_job ? &aj : NULL);
+            fw_prof_mark(c, FP_QKV);
+            if (!done) {
+                if (!fused || hs < group) /* a prefill, or a KV head split over tasks: prepared beforehand */
+                    for (int i = 0; i < n; i++)
+                        for (int g = 0; g < h->n_head_kv; g++) qkv_head(c, L, il, i, bt.seq[i], g);
+                lp_run(c->pool, att_worker, &aj, (int)ap.chunks);
+            }
+        }
+        fw_prof_mark(c, FP_ATTN);
+        matmul1(c, &L->wo, c->xn, (size_t)d, c->att, n);
+        fw_prof_mark(c, FP_WO);
+        residual(c, n);
+
+        /* feed-forward: down(silu(gate(x)) * up(x)) */
+        for (int i = 0; i < n; i++) rms_norm(c->xn + (size_t)i * d, c->x + (size_t)i * d, L->ffn_norm, d, h->norm_eps);
+        {
+            const lm_mat *ws[2] = {&L->w_gate, &L->w_up};
+            float *ys[2] = {c->gate, c->up};
+            size_t ls[2] = {(size_t)ff, (size_t)ff};
+            fw_prof_mark(c, FP_REST);
+            matmul_multi(c, 2, ws, ys, ls, c->xn, n, 1, NULL); /* c->gate = silu(gate) * up */
+        }
+        fw_prof_mark(c, FP_GATEUP);
+        matmul1(c, &L->w_down, c->xn, (size_t)d, c->gate, n);
+        fw_prof_mark(c, FP_DOWN);
+        residual(c, n);
+    }
+
+    fw_prof_mark(c, FP_REST);
+    output_layer(c, c->n_out, n_full);
+    fw_prof_mark(c, FP_OUT);
     for (int i = 0; i < n; i++)
         if (c->pos[i] + 1 > c->seq_len[bt.seq[i]]) c->seq_len[bt.seq[i]] = c->pos[i] + 1;
     return LAYA_OK;

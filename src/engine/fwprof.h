@@ -1,6 +1,6 @@
-/* fwprof.h — optional per-step timing of laya_decode for `laya bench --profile` (internal, not part of
- * the API). Off unless enabled on a context: then each phase of the forward pass adds its wall time, and
- * the pool adds the time the calling thread waits for other threads' chunks at the end of each job. */
+/* fwprof.h — per-phase timing of laya_decode, for `make profile` (bench/profile.c). Compiled only with
+ * -DLAYA_PROFILE: the library `make` builds has no timing code, and forward.c's marks are no-ops. Internal,
+ * not part of the API. */
 #ifndef LAYA_FWPROF_H
 #define LAYA_FWPROF_H
 
@@ -17,19 +17,25 @@ enum {
     FP_SYNC,   /* waiting for other threads at the end of pool jobs (inside the phases above) */
     FP_N
 };
-extern const char *const fw_prof_names[FP_N];
+static const char *const fw_prof_names[FP_N] = {
+    "q/k/v matmuls", "attention (with RoPE, KV writes)", "attn output matmul", "gate/up matmuls (with SiLU)",
+    "down matmul",   "output layer",                     "rest (embed, norms, residuals)",
+    "sync wait (inside the above)"};
 
+#ifdef LAYA_PROFILE
+/* On: each phase of the forward pass adds its wall time, and the pool the time the calling thread waits
+ * for other threads' chunks at the end of each job. Enabling (or disabling) resets the sums. */
 void fw_profile_enable(laya_context *c, int on);
 /* Milliseconds per phase summed since enabling, and the number of laya_decode calls. */
 void fw_profile_read(const laya_context *c, double ms[FP_N], int64_t *n_decodes);
-/* For tests: how many of sequence seq's first positions it reads from another sequence's storage
- * (forward.c, shared positions), and which one (*base, -1 if none). */
-int32_t fw_seq_shared(const laya_context *c, int32_t seq, int32_t *base);
-/* 1 (the default): matmul passes split their rows by the threads' measured speeds (forward.c mm_split);
- * 0: evenly. For benchmarks and tests. */
-extern _Atomic int fw_split_adapt;
-/* For tests: every share table of c to the caller's thread taking caller_share of the rows (the others
- * the rest, evenly), where mm_split then goes on from. */
-void fw_split_set(laya_context *c, double caller_share);
+/* forward.c's hooks: the start of a decode step, and the end of phase ph (the time since the last mark). */
+void fw_prof_begin(laya_context *c);
+void fw_prof_mark(laya_context *c, int ph);
+int fw_prof_on(const laya_context *c);
+#else
+#define fw_prof_begin(c) ((void)0)
+#define fw_prof_mark(c, ph) ((void)0)
+#define fw_prof_on(c) 0
+#endif
 
 #endif

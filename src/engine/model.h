@@ -1,5 +1,6 @@
-/* model.h — the loaded model (hyperparameters, weight views into the file's map and their packed copies) and the context
- * (KV caches and scratch), shared by model.c (loading) and forward.c (the forward pass). Internal. */
+/* model.h — the loaded model: hyperparameters, weight views into the file's map and their packed copies,
+ * shared by model.c (loading), pack.c (the packed copy) and forward.c (the forward pass). Internal; the
+ * context (KV caches, scratch) is context.h. */
 #ifndef LAYA_MODEL_H
 #define LAYA_MODEL_H
 
@@ -79,7 +80,7 @@ struct laya_model {
     char *names_blob;         /* NUL-terminated copies of GGUF tensor names, for tinfo */
     void *owned[LM_MAX_OWNED]; /* the vectors (norms, biases) as F32 copies, realigned MLX words */
     int n_owned;
-    /* Packed weights (kernels.h P16), made by a thread that load starts (model.c): one anonymous map for
+    /* Packed weights (kernels.h P16), made by a thread that load starts (pack.c): one anonymous map for
      * every packed matrix, or NULL. Forward passes read lm_mat.pdata only after seeing packed_ready 1
      * (set with release once every pdata is); until then each matrix's complete panels (pk_done) and the
      * file's layout for the rest (forward.c pack_views), with the same results. */
@@ -93,7 +94,7 @@ struct laya_model {
     int pack_mu_ok;
     /* The packing starts once a first decode has ended (or laya_model_wait_ready is called, or PACK_START_MS
      * have passed: pack_go), and waits for the decodes under way (laya_decode, lm_pack_hold), each wait at
-     * most PACK_HOLD_MS (model.c): a first key press has the cores to itself, and decodes that never pause
+     * most PACK_HOLD_MS (pack.c): a first key press has the cores to itself, and decodes that never pause
      * still let the packing finish. */
     atomic_int pack_hold, pack_waiters, pack_go;
     pthread_mutex_t hold_mu;
@@ -109,13 +110,5 @@ struct laya_model {
     struct ty_list *typo_base;
     struct vt_table *vt;
 };
-
-/* For the tests: on a model loaded with pack_weights -1, packs the first n pieces of work (about 1 MB each,
- * in the order a step reads the matrices) on this thread and publishes nothing but each matrix's complete
- * panels (lm_mat.pk_done), as a decode during the packing sees them. Returns the number of pieces, or -1
- * where the model has nothing to pack. */
-int lm_pack_first(laya_model *m, int n);
-/* on 1 before a decode that computes while the packing runs, 0 after it */
-void lm_pack_hold(laya_model *m, int on);
 
 #endif

@@ -556,6 +556,107 @@ static const wm_ent *wm_find(const void **by_name, uint64_t n, const char *name)
     return NULL;
 }
 
+/* The index document's weight_map object: present once, an object, not empty. */
+static laya_status find_weight_map(const json_value *root, const json_value **out, char *err, size_t errlen) {
+    const json_value *wm = NULL;
+    if (root->type != JSON_OBJECT)
+        return laya_err(err, errlen, LAYA_ERR_FORMAT, INDEX_NAME " is %s, not an object", a_type(root->type));
+    for (const json_value *c = json_first(root); c; c = json_next(root, c)) {
+        if (!is_key(c, "weight_map")) continue;
+        if (wm) return laya_err(err, errlen, LAYA_ERR_FORMAT, INDEX_NAME ": key 'weight_map' appears twice");
+        wm = c;
+    }
+    if (!wm) return laya_err(err, errlen, LAYA_ERR_FORMAT, INDEX_NAME " has no weight_map");
+    if (wm->type != JSON_OBJECT)
+        return laya_err(err, errlen, LAYA_ERR_FORMAT, INDEX_NAME ": weight_map is %s, not an object",
+                        a_type(wm->type));
+    if (wm->n == 0) /* a model without tensors is a broken download, not a model */
+        return laya_err(err, errlen, LAYA_ERR_FORMAT, INDEX_NAME ": weight_map is empty");
+    *out = wm;
+    return LAYA_OK;
+}
+
+/* Each weight_map entry (tensor name -> shard file name), checked, into ents and p (wm->n of each). */
+static laya_status read_weight_map(const json_value *wm, wm_ent *ents, const void **p, char *err, size_t errlen) {
+    uint64_t k = 0;
+    for (const json_value *c = json_first(wm); c; c = json_next(wm, c), k++) {
+        if (c->key_len == 0 || strlen(c->key) != c->key_len)
+            return laya_err(err, errlen, LAYA_ERR_FORMAT, INDEX_NAME ": weight_map entry %" PRIu64 " has %s name", k,
+                            c->key_len ? "a NUL in its" : "an empty");
+        if (c->type != JSON_STRING)
+            return laya_err(err, errlen, LAYA_ERR_FORMAT, INDEX_NAME ": shard of tensor '%.*s' is %s, not a string",
+                            SHOW(c->key), a_type(c->type));
+        const char *why = bad_shard_name(c);
+        if (why)
+            return laya_err(err, errlen, LAYA_ERR_FORMAT, INDEX_NAME ": shard '%.*s' of tensor '%.*s' %s",
+                            (int)LAYA_MIN(c->len, (size_t)NAME_SHOWN), c->s, SHOW(c->key), why);
+        ents[k].name = c->key;
+        ents[k].file = c->s;
+        p[k] = &ents[k];
+    }
+    return LAYA_OK;
+}
+
+/* The set of the distinct shards, sorted by name (each opened once), and each entry's shard index; then
+ * p sorted by tensor name, with no name twice. */
+static laya_status name_shards(const void **p, uint64_t n, st_set **out, char *err, size_t errlen) {
+    msort(p, p + n, (size_t)n, cmp_w_file);
+    uint64_t n_files = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        if (i && strcmp(((const wm_ent *)p[i - 1])->file, ((const wm_ent *)p[i])->file)) n_files++;
+        ((wm_ent *)p[i])->fi = (uint32_t)n_files; /* n_files <= i < n; checked below before use */
+    }
+    n_files++;
+    if (n_files > UINT32_MAX) return laya_err(err, errlen, LAYA_ERR_UNSUPPORTED, INDEX_NAME ": too many shards");
+    st_set *s = set_new((uint32_t)n_files);
+    if (!(*out = s)) return laya_err(err, errlen, LAYA_ERR_NOMEM, "out of memory");
+    for (uint64_t i = 0; i < n; i++) {
+        const wm_ent *e = p[i];
+        if (s->files[e->fi].name) continue;
+        if (!(s->files[e->fi].name = laya_strndup(e->file, strlen(e->file))))
+            return laya_err(err, errlen, LAYA_ERR_NOMEM, "out of memory");
+    }
+    msort(p, p + n, (size_t)n, cmp_w_name);
+    for (uint64_t i = 1; i < n; i++)
+        if (!strcmp(((const wm_ent *)p[i - 1])->name, ((const wm_ent *)p[i])->name))
+            return laya_err(err, errlen, LAYA_ERR_FORMAT, INDEX_NAME ": weight_map names tensor '%.*s' twice",
+                            SHOW(((const wm_ent *)p[i])->name));
+    return LAYA_OK;
+}
+
+/* Every shard of s opened from dir, and its tensors checked against the index (p, sorted by name): each in
+ * the index, in this shard, and every indexed tensor found. */
+static laya_status open_shards(const char *dir, st_set *s, const void **p, uint64_t n, char *err, size_t errlen) {
+    char serr[LAYA_ERR_MSG_MAX];
+    for (uint32_t fi = 0; fi < s->n_files; fi++) {
+        const char *fname = s->files[fi].name;
+        char *path = join_path(dir, fname);
+        if (!path) return laya_err(err, errlen, LAYA_ERR_NOMEM, "out of memory");
+        laya_status st = open_into(s, fi, path, serr, sizeof serr);
+        laya_free(path);
+        if (st) return laya_err(err, errlen, st, "%s: %s", fname, serr);
+        const st_file *f = &s->files[fi];
+        for (uint64_t j = 0; j < f->n; j++) {
+            wm_ent *e = (wm_ent *)wm_find(p, n, f->t[j].name);
+            if (!e)
+                return laya_err(err, errlen, LAYA_ERR_FORMAT, "%s: tensor '%.*s' is not in the index's weight_map",
+                                fname, SHOW(f->t[j].name));
+            if (e->fi != fi)
+                return laya_err(err, errlen, LAYA_ERR_FORMAT,
+                                "%s: tensor '%.*s' is here, but the index maps it to '%s'", fname, SHOW(e->name),
+                                e->file);
+            e->found = 1;
+        }
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        const wm_ent *e = p[i];
+        if (!e->found)
+            return laya_err(err, errlen, LAYA_ERR_FORMAT,
+                            INDEX_NAME " maps tensor '%.*s' to '%s', which does not have it", SHOW(e->name), e->file);
+    }
+    return LAYA_OK;
+}
+
 /* The index: validated, its shards opened and checked against it. */
 static laya_status open_index(const char *dir, const char *ipath, st_set **out, char *err, size_t errlen) {
     void *imap = NULL;
@@ -564,8 +665,7 @@ static laya_status open_index(const char *dir, const char *ipath, st_set **out, 
     wm_ent *ents = NULL;
     const void **p = NULL;
     st_set *s = NULL;
-    char *path = NULL;
-    char jerr[LAYA_ERR_MSG_MAX], serr[LAYA_ERR_MSG_MAX];
+    char jerr[LAYA_ERR_MSG_MAX];
     laya_status st = laya_map_file(ipath, &imap, &ilen, err, errlen);
     if (st) return st;
 
@@ -574,130 +674,16 @@ static laya_status open_index(const char *dir, const char *ipath, st_set **out, 
     if (imap) munmap(imap, ilen); /* the document holds copies of every string */
     if (st == LAYA_ERR_NOMEM) return laya_err(err, errlen, st, INDEX_NAME ": %s", jerr);
     if (st) return laya_err(err, errlen, LAYA_ERR_FORMAT, INDEX_NAME " is not valid JSON: %s", jerr);
-    const json_value *root = json_root(doc), *wm = NULL;
-    if (root->type != JSON_OBJECT) {
-        st = laya_err(err, errlen, LAYA_ERR_FORMAT, INDEX_NAME " is %s, not an object",
-                      a_type(root->type));
-        goto out;
-    }
-    for (const json_value *c = json_first(root); c; c = json_next(root, c)) {
-        if (!is_key(c, "weight_map")) continue;
-        if (wm) {
-            st = laya_err(err, errlen, LAYA_ERR_FORMAT, INDEX_NAME ": key 'weight_map' appears twice");
-            goto out;
-        }
-        wm = c;
-    }
-    if (!wm) {
-        st = laya_err(err, errlen, LAYA_ERR_FORMAT, INDEX_NAME " has no weight_map");
-        goto out;
-    }
-    if (wm->type != JSON_OBJECT) {
-        st = laya_err(err, errlen, LAYA_ERR_FORMAT, INDEX_NAME ": weight_map is %s, not an object",
-                      a_type(wm->type));
-        goto out;
-    }
-    if (wm->n == 0) { /* a model without tensors is a broken download, not a model */
-        st = laya_err(err, errlen, LAYA_ERR_FORMAT, INDEX_NAME ": weight_map is empty");
-        goto out;
-    }
+    const json_value *wm = NULL;
+    if ((st = find_weight_map(json_root(doc), &wm, err, errlen))) goto out;
     uint64_t n = wm->n;
     if (!(ents = laya_calloc((size_t)n, sizeof *ents)) || !(p = ptr_pair(n))) {
         st = laya_err(err, errlen, LAYA_ERR_NOMEM, "out of memory for an index of %" PRIu64 " tensors", n);
         goto out;
     }
-    uint64_t k = 0;
-    for (const json_value *c = json_first(wm); c; c = json_next(wm, c), k++) {
-        if (c->key_len == 0 || strlen(c->key) != c->key_len) {
-            st = laya_err(err, errlen, LAYA_ERR_FORMAT, INDEX_NAME ": weight_map entry %" PRIu64 " has %s name", k,
-                          c->key_len ? "a NUL in its" : "an empty");
-            goto out;
-        }
-        if (c->type != JSON_STRING) {
-            st = laya_err(err, errlen, LAYA_ERR_FORMAT, INDEX_NAME ": shard of tensor '%.*s' is %s, not a string",
-                          SHOW(c->key), a_type(c->type));
-            goto out;
-        }
-        const char *why = bad_shard_name(c);
-        if (why) {
-            st = laya_err(err, errlen, LAYA_ERR_FORMAT, INDEX_NAME ": shard '%.*s' of tensor '%.*s' %s",
-                          (int)LAYA_MIN(c->len, (size_t)NAME_SHOWN), c->s, SHOW(c->key), why);
-            goto out;
-        }
-        ents[k].name = c->key;
-        ents[k].file = c->s;
-        p[k] = &ents[k];
-    }
-
-    /* Distinct shards, sorted by name: each is opened once. */
-    msort(p, p + n, (size_t)n, cmp_w_file);
-    uint64_t n_files = 0;
-    for (uint64_t i = 0; i < n; i++) {
-        if (i && strcmp(((const wm_ent *)p[i - 1])->file, ((const wm_ent *)p[i])->file)) n_files++;
-        ((wm_ent *)p[i])->fi = (uint32_t)n_files; /* n_files <= i < n; checked below before use */
-    }
-    n_files++;
-    if (n_files > UINT32_MAX) {
-        st = laya_err(err, errlen, LAYA_ERR_UNSUPPORTED, INDEX_NAME ": too many shards");
+    if ((st = read_weight_map(wm, ents, p, err, errlen)) || (st = name_shards(p, n, &s, err, errlen)) ||
+        (st = open_shards(dir, s, p, n, err, errlen)))
         goto out;
-    }
-    if (!(s = set_new((uint32_t)n_files))) {
-        st = laya_err(err, errlen, LAYA_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    for (uint64_t i = 0; i < n; i++) {
-        const wm_ent *e = p[i];
-        if (s->files[e->fi].name) continue;
-        if (!(s->files[e->fi].name = laya_strndup(e->file, strlen(e->file)))) {
-            st = laya_err(err, errlen, LAYA_ERR_NOMEM, "out of memory");
-            goto out;
-        }
-    }
-    msort(p, p + n, (size_t)n, cmp_w_name);
-    for (uint64_t i = 1; i < n; i++)
-        if (!strcmp(((const wm_ent *)p[i - 1])->name, ((const wm_ent *)p[i])->name)) {
-            st = laya_err(err, errlen, LAYA_ERR_FORMAT, INDEX_NAME ": weight_map names tensor '%.*s' twice",
-                          SHOW(((const wm_ent *)p[i])->name));
-            goto out;
-        }
-
-    for (uint32_t fi = 0; fi < s->n_files; fi++) {
-        const char *fname = s->files[fi].name;
-        if (!(path = join_path(dir, fname))) {
-            st = laya_err(err, errlen, LAYA_ERR_NOMEM, "out of memory");
-            goto out;
-        }
-        st = open_into(s, fi, path, serr, sizeof serr);
-        laya_free(path);
-        path = NULL;
-        if (st) {
-            st = laya_err(err, errlen, st, "%s: %s", fname, serr);
-            goto out;
-        }
-        const st_file *f = &s->files[fi];
-        for (uint64_t j = 0; j < f->n; j++) {
-            wm_ent *e = (wm_ent *)wm_find(p, n, f->t[j].name);
-            if (!e) {
-                st = laya_err(err, errlen, LAYA_ERR_FORMAT, "%s: tensor '%.*s' is not in the index's weight_map",
-                              fname, SHOW(f->t[j].name));
-                goto out;
-            }
-            if (e->fi != fi) {
-                st = laya_err(err, errlen, LAYA_ERR_FORMAT, "%s: tensor '%.*s' is here, but the index maps it to '%s'",
-                              fname, SHOW(e->name), e->file);
-                goto out;
-            }
-            e->found = 1;
-        }
-    }
-    for (uint64_t i = 0; i < n; i++) {
-        const wm_ent *e = p[i];
-        if (!e->found) {
-            st = laya_err(err, errlen, LAYA_ERR_FORMAT, INDEX_NAME " maps tensor '%.*s' to '%s', which does not have it",
-                          SHOW(e->name), e->file);
-            goto out;
-        }
-    }
     st = finish(s, err, errlen);
 out:
     laya_free(p);

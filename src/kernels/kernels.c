@@ -135,10 +135,8 @@ qt_half kn_q8_block_ref(const float *x, int8_t *qs, int *sum) {
 
 /* A group's scales, corrections and d * sum into the q8 split arrays: a loop of a fixed 16 on
  * restrict pointers, which GCC 12 at -O2 makes SSE / NEON vector operations (the loop of 1 or 16 it
- * replaces stayed scalar, a quarter of an AVX-512 row's time). The same arithmetic as one block's. Four
- * rows of 512 or 1536 in L1, Zen 5, TSC cycles a block: AVX2 11.0-11.2 -> 8.9-9.3, AVX-VNNI 12.8-13.5 ->
- * 10.5-12.4. An AVX-512 writer of its own, from the group's registers, gave 6.8-7.0 against 7.6-7.9
- * here, about 0.2 % of a typing step: not worth a second copy of the layout. */
+ * replaces stayed scalar). The same arithmetic as one block's. An AVX-512 writer of its own gained too
+ * little to be worth a second copy of the layout. */
 static void split_put16(float *restrict ds, int32_t *restrict c4, int32_t *restrict c8, float *restrict dsum,
                         const float *restrict dq, const int *restrict sums) {
     for (int j = 0; j < 16; j++) {
@@ -442,8 +440,7 @@ void kn_p16_row(uint32_t ptype, const void *P, int64_t K, int64_t r, float *y) {
     if (ptype == KN_P16_Q4_0 || ptype == KN_P16_Q8_0) {
         /* The row's lane read straight out of each block (kn_p16_block's layout, qt_dequantize_row's
          * arithmetic: d * q) instead of through a source block per block. A tied packed model's embedding
-         * is this row, on the calling thread before every decode's first job: typing Q4_0 (rdtsc, TSC
-         * cycles a step) B = 1 8.1-8.6 k -> 3.4-3.7 k, B = 4 25-31 k -> 10.8-12.6 k. */
+         * is this row, on the calling thread before every decode's first job. */
         const int q8 = ptype == KN_P16_Q8_0, qv = kn_p16_qvecs(ptype), lane = (int)(r % 16);
         const uint8_t *pan = (const uint8_t *)P + (size_t)(r / 16) * kn_pack_panel_bytes(ptype, K);
         for (int64_t i = 0; i < K / 32; i++) {

@@ -37,10 +37,7 @@ size_t kn_act_row_bytes(uint32_t wtype, int64_t K);
  *   for Q4_1 and Q5_1 their fp16 minimums m in the same form; an odd nb leaves the last pair's second
  *   block zero. kn_p16_at gives the offsets. So a panel is one stream in the order the kernel reads it:
  *   with the scales in a region of their own after the quants, each thread's matmul read two streams a
- *   panel, which the hardware prefetchers followed badly (in one process on a Zen 4, the 0.5B model's
- *   matmuls at B = 1 as a chain of packed matrices, alternating: 7.12 -> 6.13 ms while a read loop of
- *   the same bytes took 4.4 ms, 7.69 -> 7.40 in a minute it took 4.9; the typing model's from L3
- *   0.2114 -> 0.2017 ms). kn_pack_panel_bytes gives a panel's size; panel p starts p panels into the
+ *   panel, which the hardware prefetchers followed badly. kn_pack_panel_bytes gives a panel's size; panel p starts p panels into the
  *   matrix.
  *   The weights are the same numbers as the source rows (kn_p16_block gives a source block back).
  * The activation format of the P16 types ("q8 split", kn_act_row_bytes): the nb blocks' 32 int8 quants
@@ -123,13 +120,8 @@ extern _Atomic int kn_p16_l2_ahead[3];
  * ahead to the hardware prefetchers instead of its kn_p16_l2_ahead[0], and the AVX-512 P16 kernels read
  * two panels at a time at B = 1 (two streams a thread; kernels_avx512.c, p16_block2). With the weights in
  * block pairs (kn_p16_pair_bytes) a panel is one sequential stream, which those follow; the software
- * prefetch then only adds requests to a full memory queue. Where the set is served from L3 it still helps.
- * Zen 4, in one process, the distance swapped every two steps (16 KB / none), three blocks each:
- * 0.5B Q4_0 (285 MB) 9.66 / 9.48, 9.57 / 9.20, 9.25 / 8.91 ms and 8.22 / 7.76, 7.70 / 7.11,
- * 8.14 / 7.88 in a faster minute; 0.5B Q8_0 (532 MB) 16.94 / 16.66, 16.94 / 16.66, 16.71 / 16.56;
- * but typing Q4_0 (21 MB) 0.395 / 0.417, 0.372 / 0.399, 0.375 / 0.396 and typing Q8_0 (36 MB, partly
- * in L3) 0.755 / 0.772, 0.796 / 0.816, 0.666 / 0.716. B > 1 keeps its prefetch (0.5B Q4_0 B = 4
- * 8.64 / 10.29, 9.01 / 10.85 ms). The threshold lies between the sizes measured: twice the 32 MiB L3. */
+ * prefetch then only adds requests to a full memory queue. Where the set is served from L3 it still helps,
+ * and B > 1 keeps its prefetch. The threshold lies between the sizes measured: twice a 32 MiB L3. */
 #define KN_STREAM 0x10000u
 #define KN_STREAM_BYTES ((size_t)64 << 20)
 /* Whether that kernel takes half of Q4_0's activation words from shuffles rather than memory operands:

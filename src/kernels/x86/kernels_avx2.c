@@ -22,14 +22,8 @@
 /* Bytes ahead of the current position at which weights are prefetched (see kernels_avx512.c). */
 #define PREFETCH 4096
 /* The packed (P16) panels' quants are also asked into L2 this far ahead, as the AVX-512 table does
- * (P16_PF_L2): the hardware prefetchers alone keep too few lines in flight from DRAM. On a 2-vCPU Zen 4
- * guest reading DRAM at 29 GB/s, this table forced (LAYA_KERNELS=avx2), in one process with steps
- * alternating with and without it, 0.5B Q4_0: B = 1 14.1 -> 10.8, 14.7 -> 11.3, 14.2 -> 11.0 ms; B = 4
- * 22.7 -> 20.0, 23.7 -> 20.6, 24.6 -> 21.1 ms. Typing Q4_0 (in L3) unchanged (0.560 / 0.554 ms). The
- * row-at-a-time Q8_0 kernel (q8_tile) gained nothing from it (0.5B Q8_0 16.7 / 16.7, 14.8 / 15.2 ms), so
- * it has none. 16 KB ahead against 8 KB, the same way: 0.5B Q4_0 B = 1 10.98 -> 10.57 and 10.86 -> 10.35,
- * B = 4 22.4 -> 21.2 ms, typing Q4_0 unchanged (0.448 / 0.446, 1.327 / 1.317); 32 KB against 16 KB: 11.37 /
- * 10.98 and 11.73 / 11.37 (worse). */
+ * (P16_PF_L2): the hardware prefetchers alone keep too few lines in flight from DRAM. The row-at-a-time
+ * Q8_0 kernel (q8_tile) gained nothing from it, so it has none; 16 KB ahead beat 8 KB and 32 KB. */
 #ifndef P2_PF_L2
 #define P2_PF_L2 16384
 #endif
@@ -273,8 +267,7 @@ INLINE void mm_float(uint32_t wt, const uint8_t *W, size_t wrb, const uint8_t *a
  * each block's 32 signed q go into maddubs as |q| against the activations with q's sign, one madd, one
  * convert and one fma per block and activation row, in eight float lanes summed at the end. Packed
  * (P16), the signed bytes cost a sign, a maddubs, a madd and an add per four elements and activation row
- * on eight rows at a time, and that measured slower: 0.5B Q8_0 B=1 11.7-12.7 ms here against 16.0-19.7
- * packed (docs/PERFORMANCE-LOG.md, eighth session). */
+ * on eight rows at a time, and that measured slower. */
 #define NBC 512 /* blocks per K chunk: per tile, the activation scales as floats (8 KB of stack) */
 
 INLINE void q8_tile(int nb, const uint8_t *w, const uint8_t *const *a, const float *da, int64_t nk, float *res) {
@@ -305,8 +298,7 @@ INLINE void q8_tile(int nb, const uint8_t *w, const uint8_t *const *a, const flo
  * q8_tile's (the same integer dots, the same IEEE products, fma in block order into the same lanes, the
  * same NBC chunks), so the bits are those of the decode path: batch invariance (kernels.h). The loop is
  * bound by about two vector operations per cycle here, and this takes one of six per block and activation
- * row out of it: on the ninth session's guest (most likely a Zen 4), one thread, a 0.5B model's matrices at B = 64 and 512 take 8-14 % less
- * time, at B = 8 between 6 % more and 5 % less (docs/PERFORMANCE-LOG.md, ninth session). */
+ * row out of it, which pays for prompts (B = 64 and more). */
 /* dwf's size: a chunk's rows x a K chunk's blocks is at most ROW_CHUNK_BYTES / 34 when row_chunk sizes the
  * chunk by bytes, and 2 x NBC when rows are so long that it gives its minimum of two */
 #define Q8_DWF (ROW_CHUNK_BYTES / sizeof(block_q8_0) + 2 * NBC)
@@ -437,8 +429,7 @@ static void mm_q8_row(const uint8_t *W, size_t wrb, const uint8_t *act, size_t a
  * outputs, one per 32-bit lane, and no horizontal sums are needed. Per block, half and activation row:
  * eight maddubs (four activation bytes broadcast from memory per lane) into int16 sums, one madd, one
  * convert, one multiply and one fma serve eight rows; the decoded weights are shared by up to P2_B
- * activation rows. (The row kernel this replaced took about six operations per row and block, and
- * decoded each block once per row: typing Q4_0 B=1 1.02 -> 0.42 ms, B=4 2.24 -> 1.14 ms.)
+ * activation rows.
  * The unsigned weights of Q4_0 / Q4_1 (0..15) and the Q5 types (0..31) enter maddubs as they are: eight
  * (four) products of pairs fit an int16 (8 * 2 * 15 * 127 = 30480), and the offsets come off through the
  * q8 split corrections. Q8_0's bytes (q + 128) and IQ4_NL's levels would saturate it, so they go in
@@ -734,8 +725,7 @@ INLINE void p2_store(const __m256 *run, int nb, int64_t p, int64_t r0, int64_t r
 
 /* One tile: a panel's whole K in registers. Several: per panel, one float chunk of P2_KB blocks (8-16 KB,
  * from L1) for every tile in turn, each chunk's sums added to the outputs in K order (the bits of one
- * pass, as in mm_p2_src); a prompt of 64 tokens on the typing Q4_0 file: 3242 -> 5665 tok/s against
- * whole panels per tile from L2. */
+ * pass, as in mm_p2_src), faster for prompts than whole panels per tile from L2. */
 INLINE void mm_p2_t(uint32_t pt, const uint8_t *W, const uint8_t *act, size_t arb, int B, int64_t K, int64_t r0,
                     int64_t r1, float *y, size_t ldy) {
     const size_t pb = kn_pack_panel_bytes(pt, K);

@@ -110,8 +110,8 @@ RED16(red16_add, add_epi32_as_ps)
 #undef RED16
 
 /* kn_q8_group_fn: q8_block's arithmetic for 16 blocks, the per-block horizontal steps (amax, sum) and
- * the scale divisions and fp16 conversions done for all 16 at once: 6.5-7.3 instead of 9.8-10.7 ns a
- * block for a P16 Q4_0 row of 1536 on a Zen 4 (docs/PERFORMANCE-LOG.md, tenth session). Declines a group whose amax is not finite: the fp16 conversion of
+ * the scale divisions and fp16 conversions done for all 16 at once. Declines a group whose amax is not
+ * finite: the fp16 conversion of
  * a NaN would keep payload bits the reference's does not, and one with a scale whose inverse overflows
  * (kn_q8_block_ref). */
 static int q8_group_fn(const float *x, int8_t *qs, size_t stride, qt_half d16[16], float dq[16], int sum[16]) {
@@ -735,9 +735,8 @@ __attribute__((noinline)) static void mm_q8_panel(uint32_t wt, const uint8_t *W,
  * values) is added by fma, in block order, to one of two chains, the even blocks' or the odd blocks'; each
  * PKB blocks from block 0, even + odd is added to the output's running sum and the chains restart. The
  * order does not depend on B, on the row's place in the batch or on the row range. */
-/* From 5 rows on (RL_MIN_B; 16 would switch it off) it is faster than the decode kernel (typing Q8_0, one
- * thread: decode B = 8 3.68 -> 2.54 ms, prefill 8 tokens 2984 -> 4295 tok/s); at B = 4 both take the same
- * time and at 2 the decode kernel is faster. Its outputs are bit for bit those of the decode kernel (B = 1)
+/* From 5 rows on (RL_MIN_B; 16 would switch it off) it is faster than the decode kernel; at B = 4 both
+ * take the same time and at 2 the decode kernel is faster. Its outputs are bit for bit those of the decode kernel (B = 1)
  * and the panel, which sum in the same order: tests/test_kernels.c (test_invariance) checks every B from 3
  * to 17 against the rows alone through avx512_matmul, K = 32 ... 6176, Q4_0 and Q8_0. */
 #ifndef RL_MIN_B
@@ -1256,34 +1255,10 @@ static void avx512_matmul_mlx(int bits, int group, const uint32_t *W, const void
 #endif
 /* With several activation rows a block takes 2-4x longer than the L3 / DRAM stream it waits for at B = 1,
  * and the hardware prefetchers then run too little ahead: the quants are also asked into L2 this far
- * ahead. Interleaved A/B, `laya bench`, B = 4: 0.5B Q4_0 8.11 -> 7.45 and 10.47 -> 8.99 ms, 0.5B Q8_0
- * 14.14 -> 13.70, typing Q8_0 (36 MB, partly DRAM) 0.782 -> 0.674; typing Q4_0 (in L3) 0.418 -> 0.426,
- * within the noise. (Fifth session: 16 KB ahead for both types made Q8_0 slower.) At B = 1 too since the
- * tenth session, whose guest (a Zen 4) read DRAM at 28-41 GB/s: in one process,
- * steps alternating with and without it, B = 1, two rounds: 0.5B Q4_0 14.8 -> 10.6 and 15.1 -> 11.6 ms,
- * 0.5B Q8_0 20.6 -> 17.6 and 21.7 -> 19.2, typing Q8_0 1.23 -> 1.01 and 1.61 -> 1.33, typing Q4_0
- * 0.618 -> 0.566 and 0.626 -> 0.571: the hardware prefetchers alone kept too few lines in flight. On a
- * Zen 5 (AMD family 0x1A) the same B = 1 prefetch costs instead, where a block's loads are what bounds
- * it: one process, the table swapped every two steps, without it typing Q4_0 0.2297 -> 0.2140 and
- * 0.1887 -> 0.1726 ms, 0.5B Q8_0 15.14 -> 14.58 and 14.05 -> 13.49, typing Q8_0 and 0.5B Q4_0 within
- * 2 %. So at B = 1 there is none on that family (kn_p16_l2_ahead[0], from kernels.c). The 32-element
- * types ask 16 KB ahead where kernels.c finds another core (kn_p16_l2_ahead), 8 KB on a Zen 5. On a
- * Zen 4, in one process, the two tables swapped every two steps, 8 -> 16 KB: typing Q4_0 B = 4 0.9465
- * -> 0.8889, 0.6752 -> 0.6404, 0.7311 -> 0.6718 ms, B = 1 0.2854 -> 0.3025, 0.3160 / 0.3155, 0.3166 ->
- * 0.3093 (with the typing file in L3; 0.3376 -> 0.3178 and 0.3666 -> 0.3381 in a slower minute);
- * typing Q8_0 B = 1 1.0481 -> 0.9957, B = 4 1.5209 -> 1.2695; 0.5B Q4_0 B = 1 10.76 -> 10.20, B = 4
- * 12.35 -> 11.97; 0.5B Q8_0 B = 1 20.57 / 20.49, B = 4 23.04 -> 20.86 (32 KB: typing Q4_0 like 16).
- * On the Zen 5, 16 KB gave B = 4 2-3 % (thirteenth session), within its noise, and B = 1 has no L2
- * prefetch there. Those figures were taken with the scales in a region of their own after a panel's
- * quants; with the blocks in pairs (kn_p16_pair_bytes) a panel is one stream, and a B = 1 matmul of a
- * set larger than KN_STREAM_BYTES (the KN_STREAM flag, from forward.c) has no L2 prefetch either
- * (kernels.h gives the figures). The K-quant panels keep P16_PF_L2. With the pairs, a Zen 5 at B > 1 is
- * faster with none where the set is served from L3 (kn_p16_l2_ahead[1]) and keeps 8 KB on a streamed
- * set ([2]). In one process, a step with each alternating (medians of 16 steps, 20-60 rounds; none /
- * 8 KB, ms): typing Q4_0 B = 2 0.394 / 0.425, 0.396 / 0.424; B = 4 0.478 / 0.507, 0.478 / 0.508;
- * B = 8 0.999 / 1.071, 1.032 / 1.093; prompts of 8, 64, 512 tokens 0.955 / 0.980, 6.91 / 6.95, 74.3 /
- * 76.1; typing Q8_0 B = 4 0.651 / 0.694, 0.656 / 0.690; but 0.5B Q8_0 B = 4 14.13 / 13.79, 13.94 /
- * 13.82 and 0.5B Q4_0 9.25 / 9.16, 9.35 / 9.34 (docs/PERFORMANCE-LOG.md, twenty-first session). */
+ * ahead. At B = 1 they can also keep too few lines in flight from DRAM, but on a Zen 5 (AMD family 0x1A),
+ * where a block's loads bind, the prefetch costs instead; so the 32-element types take their distances
+ * from kn_p16_l2_ahead, set per core by kernels.c, and a B = 1 matmul of a streamed set (KN_STREAM,
+ * kernels.h) has none. The K-quant panels keep P16_PF_L2. */
 #ifndef P16_PF_L2
 #define P16_PF_L2 8192
 #endif
@@ -1295,10 +1270,7 @@ static void avx512_matmul_mlx(int bits, int group, const uint32_t *W, const void
 /* Whether p16_block takes Q4_0's and Q4_1's high nibbles in place, as 16 x the nibble (x & 0xf0, still an
  * unsigned byte for vpdpbusd), into a chain of their own that one exact shift divides by 16 per activation
  * row: one operation a weight vector instead of a shift and a mask, so worth it while the activation rows
- * are fewer than four. The same integers, so the same bits. In one process, the old and the new table
- * alternating (Zen 4, one thread, B = 1): 1536 x 512 in L2 4.10 against 4.26 ns a block, 4864 x 896
- * 3.99 against 4.18, 896 x 4864 5.08 against 5.15; typing Q4_0 B = 1 in the model 0.2141-0.2164 against
- * 0.2176-0.2188 ms, B = 2 and the 0.5B file from DRAM within the noise. */
+ * are fewer than four. The same integers, so the same bits. */
 INLINE int p16_hi16(uint32_t pt, int nb) { return (pt == KN_P16_Q4_0 || pt == P16_Q4_0_SH || pt == KN_P16_Q4_1) && nb <= 3; }
 
 /* IQ4_NL's levels + 128, as unsigned bytes (vpdpbusd's unsigned operand; the -128 * sum correction). */
@@ -1341,10 +1313,8 @@ INLINE void p16_block(uint32_t pt, int nb, const uint8_t *P, int64_t i, const p1
             w[t] = _mm512_load_si512((const void *)(v + 64 * t));
             /* An empty asm that takes and gives w[t] in a register, so that the compiler cannot load it
              * again for each activation row (vpdpbusd's one memory operand is the activation word): at
-             * nb = 2-3 GCC 12 did, 8 * nb weight loads a block instead of 8. Zen 4, one thread, P16
-             * Q8_0 1024 x 512 in L2, cycles a block, three runs: B = 2 36.1-52.0 -> 27.6-32.2, B = 3
-             * 50.5-63.4 -> 33.7-44.2; 16384 x 512 (L3) B = 2 45.8-48.0 -> 36.3-37.8, B = 3 51.2-63.4
-             * -> 42.2-46.1; B = 1 and 4 the same. At nb > 4 it kept them, and costs: left alone. */
+             * nb = 2-3 GCC 12 did, 8 * nb weight loads a block instead of 8. At nb > 4 it keeps them,
+             * and the asm would cost: left alone. */
             if (nb <= 4) __asm__("" : "+v"(w[t]));
         }
     } else {
@@ -1381,17 +1351,8 @@ INLINE void p16_block(uint32_t pt, int nb, const uint8_t *P, int64_t i, const p1
             /* Half of the activation words from one 16-byte load and vpshufd, not from eight {1to16} operands (a
              * Zen 5 only: kn_p16_q4_shuf): at B = 4 a block's loads (four weight vectors, 32 broadcasts, the
              * corrections and scales, eight prefetches) outnumber what the two load ports take in the time of its
-             * 32 vpdpbusd. The same bits. In one process (the table swapped every two steps): typing Q4_0 B = 4
-             * 0.5522 -> 0.5215, 0.4184 -> 0.3852, 0.5658 -> 0.5338, 0.4185 -> 0.3835, then with this code 0.3886 ->
-             * 0.3780, 0.4010 -> 0.3901 ms; B = 1 0.3087 -> 0.2821, 0.3037 -> 0.2789, 0.2222 -> 0.2040, 0.2178 ->
-             * 0.1996; 0.5B Q4_0 (DRAM) B = 1 and 4 within 2 % either way. Q8_0 got slower the same way (typing B =
-             * 4 0.905 -> 0.974, 0.787 -> 0.822; B = 1 +2-3 %), Q5_0 too (typing B = 4 0.507 -> 0.546), Q4_1 and
-             * IQ4_NL within the noise (0.510 -> 0.501, 0.491 -> 0.489), so the other types keep the memory
-             * operands. A Zen 4 (three load ports; vpdpbusd, vmulps and vfmadd share its two multiply pipes,
-             * vpshufd does not, but the shuffles still cost) is faster with the operands: one thread, 1024 x 512 in
-             * L2, cycles a block at 3.6 GHz, three runs, B = 1 24.4-26.7 -> 20.8-23.4, B = 2 29.2-30.7 ->
-             * 27.6-30.2, B = 3 46.3-48.4 -> 36.9-37.9, B = 4 50.5-52.1 -> 47.6-48.3; 16384 x 512 (L3) B = 4
-             * 51.4-54.4 -> 44.1-51.2. */
+             * 32 vpdpbusd. The same bits. Other types, and a Zen 4 (three load ports), are faster with the
+             * memory operands. */
             const __m512i x1 = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(qs + 16)));
             s2[0] = dpbusd_bcast(s2[0], w[0], qs);
             s2[1] = _mm512_dpbusd_epi32(s2[1], w[4], _mm512_shuffle_epi32(x1, _MM_PERM_AAAA));
@@ -1440,7 +1401,7 @@ INLINE void p16_tile(uint32_t pt, int nb, const uint8_t *P, int64_t nbk, const u
         for (int b = 0; b < nb; b++) ev[b] = _mm512_setzero_ps(), od[b] = _mm512_setzero_ps();
         /* blocks in pairs, the even one's products to ev and the odd one's to od (c0 is even): each call
          * names its chains at compile time, so they stay in registers (a chain pointer chosen per block
-         * kept them in memory: B = 4 0.119 against 0.106 ms on 16384 x 512 Q4_0) */
+         * kept them in memory) */
         int64_t i = c0;
         for (; i + 1 < c1; i += 2) {
             p16_block(pt, nb, P, i, &A, pf2, ev);
@@ -1500,9 +1461,7 @@ INLINE void p16k_super(uint32_t pt, int nb, const uint8_t *v, int64_t i, const p
     if (pt == KN_P16_Q4_K) {
         const __m512i s03 = _mm512_load_si512((const void *)(v + 64 * 32)), s47 = _mm512_load_si512((const void *)(v + 64 * 33));
         /* Sub-block j = 2c + hi: the low (hi = 0) or high nibbles of vectors 8c..8c + 7. One sub-block at
-         * a time keeps 8 decoded vectors live, not 16, which with the tile's sums spilled (Zen 4, one
-         * thread, 1024 x 512 in L2, cycles per 512 weights, the two side by side in one process: B = 2
-         * 35.5-43.2 -> 30.1-35.7, B = 4 49.7-57.4 -> 47.5-55.5, B = 1 and 3 the same). The integer
+         * a time keeps 8 decoded vectors live, not 16, which with the tile's sums spilled. The integer
          * sums are exact, so their order is free: the same bits. */
 #pragma GCC unroll 8
         for (int j = 0; j < 8; j++) {
@@ -1610,23 +1569,11 @@ INLINE void p16k_tile_nb(uint32_t pt, int nb, const uint8_t *P, int64_t nsb, con
  * Q4_0 or Q8_0 panels (P and P + d; pb: a panel's bytes) against nb activation rows, each activation word
  * broadcast once for both panels' vpdpbusd; the other types (only at B = 1 from DRAM) take each panel's
  * p16_block in turn. ch[j] takes panel j's float steps, those of p16_block, so the bits are the same.
- * From DRAM, two streams a thread instead of one keep more lines on their way: in one process,
- * alternating with the one-panel tile every 20 steps (Zen 5, 2 threads, medians, ms): 0.5B Q4_0 B = 1
- * 6.77 / 5.96, 6.18 / 5.65, 7.98 / 7.34, 8.13 / 7.47; B = 4 8.80 / 6.91, 8.64 / 6.47; 0.5B Q8_0 B = 1
- * 12.61 / 10.82, 12.51 / 11.00; B = 4 12.29 / 11.55, 12.20 / 11.72. From L3 it pays at B >= 2 (typing
- * Q8_0 B = 4 0.633 / 0.576, B = 2 0.491 / 0.451, the bundled model B = 4 0.635 / 0.573; typing Q4_0 B = 4
- * 0.546 / 0.520, B = 3 0.402 / 0.391, B = 2 0.320 / 0.316, though within +-2 % in another minute) but
- * not at B = 1 (typing Q4_0 0.258 / 0.283, 0.197 / 0.212). Four panels at B = 1 were slower (0.5B Q4_0
- * 6.37 against two panels' 5.65-5.96), and so was B = 8 as two four-row tiles over each pair (0.5B Q4_0
- * 11.0 / 11.6-12.0, Q8_0 13.3-13.7 / 15.5-15.8 with the eight-row tile's one panel). Alone, one thread,
- * cycles a panel block at B = 4: Q4_0 512 x 512 (L2) 17.5 -> 16.0, 65536 x 896 (DRAM) 26.3 -> 23.4; Q8_0
- * 512 x 512 22.4 -> 18.0, 65536 x 896 45.2 -> 41.7. The software prefetch of each panel goes on past its
- * end to the panel two on, the next one that stream reads: without that (each at P16_PF ahead, into the
- * other panel) 65536 x 896 took 44.0 cycles against the one-panel tile's 29.9. At B = 1 the two panels
- * come from the two halves of the thread's rows (d: their distance in bytes), so that each stream runs
- * on through its half as the floor's read loop does: 0.5B Q4_0 B = 1 6.05 / 5.55, 5.97 / 5.57 and 6.81 /
- * 6.16, 6.74 / 6.01 ms against adjacent panels (0.5B Q8_0 12.32 / 11.83, 11.74 / 11.75); at B = 4 the
- * halves were slower (0.5B Q4_0 6.41 / 7.08, 6.40 / 6.66). */
+ * From DRAM, two streams a thread instead of one keep more lines on their way; from L3 it pays at B >= 2
+ * but not at B = 1; four panels, or B = 8 as two four-row tiles, were slower. The software prefetch of
+ * each panel goes on past its end to the panel two on, the next one that stream reads. At B = 1 the two
+ * panels come from the two halves of the thread's rows (d: their distance in bytes), so that each stream
+ * runs on through its half as the floor's read loop does; at B = 4 adjacent panels are faster. */
 INLINE void p16_block2(uint32_t pt, int nb, const uint8_t *P, size_t pb, size_t d, int64_t i, const p16_act *A, size_t pf2,
                        __m512 (*ch)[4]) {
     if (pt != KN_P16_Q4_0 && pt != KN_P16_Q8_0) {
@@ -1736,10 +1683,7 @@ __attribute__((noinline)) static void p16_tile2_nb(uint32_t pt, int nb, const ui
 
 /* One activation row against two Q4_K or Q6_K panels, P and P + d, their super-blocks taken in turn: the
  * two-stream read of p16_tile2 at B = 1 on a streamed set, each panel's float steps p16k_tile's, so the
- * same bits. With p16_tile2's for the other types, in one process, alternating with one panel at a time
- * (Zen 5, medians, ms): a Qwen2.5-0.5B-shaped Q4_K_M file (llama-quantize of the synthetic Q8_0 one: Q5_0
- * where K = 896 is not whole super-blocks, Q4_K / Q6_K for the down matrices) 9.69 / 9.31, 9.65 / 9.38;
- * Q5_0 9.44 / 8.55, 9.50 / 8.41. */
+ * same bits. */
 INLINE void p16k_tile2(uint32_t pt, const uint8_t *P, size_t d, int64_t nsb, const uint8_t *act, __m512 (*run)[4]) {
     p16k_act A;
     p16k_act_init(1, act, 0, nsb, &A);

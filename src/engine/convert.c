@@ -1,7 +1,8 @@
 /* convert.c — laya_convert: writes a loaded model (usually a Hugging Face or MLX directory) as a GGUF file
  * in llama.cpp's conventions, so llama.cpp and other GGUF tools load it too: its metadata keys and tensor
  * names, Llama's q/k rows permuted for adjacent-pair rotation, the tokenizer as tokenizer.ggml.* keys.
- * Weights go through F32 row by row and are re-encoded to the requested type. */
+ * Weights go through F32 row by row and are re-encoded to the requested type. In the engine layer, not io,
+ * because it reads the weights through the model loader (model.h's lm_mat views). */
 #include <stdio.h>
 
 #include "engine/model.h"
