@@ -5,7 +5,6 @@
  * keystroke path (set_text, suggest, submit, poll) never calls the allocator.
  * Not here: the forward pass (forward.c), the user dictionary's file (userdict.c), typo candidates. */
 #include <math.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
@@ -17,6 +16,8 @@
 #include "typing/doccache.h"
 #include "typing/userdict.h"
 #include "typing/vtrie.h"
+#include "typing/resources.h"
+#include "typing/textclass.h"
 
 #define MAX_SLOTS (LAYA_MAX_CANDIDATES + 2)
 #define MAX_STEPS 32
@@ -46,7 +47,6 @@
 #define TYPO_COMMON 200   /* a known word counted this often in the word list is not checked at all */
 #define TYPO_KNOWN 6.0    /* and of replacing a word the list knows (a real-word error: about 1 in 400) */
 
-enum { TF_NOGEN = 1, TF_END_WORD = 2, TF_END_IDENT = 4, TF_END_LINE = 8 };
 enum { STOP_WORD, STOP_IDENT, STOP_LINE };
 enum { SC_CONT, SC_DONE, SC_DEAD };
 
@@ -111,9 +111,11 @@ struct laya_session {
     laya_session_params p;
     laya_context *ctx;
     tok_work *tw;
-    const vt_table *vt;        /* the model's token table (laya_model.vt), shared by its sessions */
+    const laya_resources *res; /* token classes, token table, known words: shared, or own_res */
+    laya_resources *own_res;   /* built by this session when params.resources is NULL */
+    const vt_table *vt;        /* &res->vt */
+    const uint8_t *tflag;      /* res->tflag: (n_vocab) TF_* */
     int32_t n_vocab, n_slots;
-    uint8_t *tflag;            /* (n_vocab) TF_* */
     laya_token t_start, t_mode[3], t_zh, t_fim_pre, t_fim_suf, t_fim_mid; /* -1 when absent */
     int spm_space;             /* the tokenizer prepends a space to a text */
     int use_subset;            /* laya_get_logits_subset works on this build */
@@ -211,8 +213,7 @@ struct laya_session {
     ud_dict *ud;
     double ud_z;               /* the weight of all its words (not phrases); < 0: to be summed */
     dc_cache *dc;              /* the document cache (text mode, not sensitive, doc_cache_bytes > 0) */
-    const ty_list *typos;      /* known words for corrections: the model's word list and whole-word tokens,
-                                  shared by its sessions (laya_model.typo_base) */
+    const ty_list *typos;      /* known words for corrections (res->words), text mode only */
     ty_list *typos_user;       /* the user dictionary's words, or NULL */
     laya_token *ctok;          /* (ptok_cap) the prompt before the last word, for scoring corrections */
     int32_t last_ws, last_we, last_anchor; /* the last completed word in norm (last_ws -1: none to check) */
@@ -220,57 +221,14 @@ struct laya_session {
     cand_buf corr;             /* the correction found for this text, if any */
     laya_session_stats st;
 
-    /* asynchronous form */
-    int async_on;
-    pthread_t thr;
-    pthread_mutex_t mu;
-    pthread_cond_t cv, idle_cv;
-    _Atomic uint64_t sub_gen;  /* the newest submit */
-    uint64_t run_gen, done_gen, polled_gen;
-    int busy, stop_worker, job_valid;
-    char *a_before, *a_after, *w_before, *w_after; /* submitted and worker copies */
-    size_t ab_len, aa_len, wb_len, wa_len;
-    char *a_doc, *w_doc;       /* the end of the text for the document cache (dc_span bytes) */
-    size_t ad_len, wd_len;
-    uint64_t ad_base, wd_base; /* where they start in the caller's text */
-    laya_suggest_cb cb;
-    void *cb_user;
-    laya_suggest_cb w_cb;      /* the worker's job: its callback, user pointer and submit */
-    void *w_ud;
-    uint64_t w_gen;
-    cand_buf res;              /* the newest finished result */
-    cand_buf pout;             /* what poll handed out */
-    uint64_t cancel_gen;       /* the decision running stops when sub_gen moves past this */
+    atomic_int interrupted;    /* laya_session_interrupt: stop at the next check, until the next set_text */
+    atomic_int interruptible;  /* interrupted once: prefill in smaller chunks so later interrupts land sooner */
+    int has_cands;             /* out holds a decision of the current text */
     char err[LAYA_ERR_MSG_MAX];
 };
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* ---- character classes ---------------------------------------------------------------------------- */
-
-static int is_cjk(uint32_t c) {
-    return (c >= 0x3040 && c <= 0x30FF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x4E00 && c <= 0x9FFF) ||
-           (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x20000 && c <= 0x2FFFF);
-}
-
-static int is_word(uint32_t c) {
-    if (c < 128) return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-    return (uni_flags(c) & (UNI_L | UNI_N | UNI_CCC)) != 0;
-}
-
-static int is_letter(uint32_t c) { return c == '_' ? 0 : is_word(c) && !(c >= '0' && c <= '9'); }
-static int is_apos(uint32_t c) { return c == '\'' || c == 0x2019; }
-
-/* Start of the code point that ends at s[end) (end > 0). */
-static int32_t prev_cp(const char *s, int32_t end) {
-    int32_t i = end - 1;
-    while (i > 0 && end - i < 4 && ((unsigned char)s[i] & 0xC0) == 0x80) i--;
-    return i;
-}
 
 static uint32_t cp_at(const char *s, int32_t n, int32_t i) {
     size_t j = (size_t)i;
@@ -382,26 +340,26 @@ static scan_res scan_w(const laya_session *s, const char *w, int32_t n, int32_t 
         i = (int32_t)j;
         if (!started) {
             if (c == ' ') continue;
-            if (!is_word(c)) {
+            if (!tc_is_word(c)) {
                 r.st = SC_DEAD;
                 return r;
             }
             started = 1;
-            cjk = is_cjk(c);
+            cjk = tc_is_cjk(c);
             continue;
         }
-        if (is_word(c)) {
-            if (is_cjk(c) != cjk) {
+        if (tc_is_word(c)) {
+            if (tc_is_cjk(c) != cjk) {
                 r.st = SC_DONE;
                 r.cut = at;
                 return r;
             }
             continue;
         }
-        if (s->stop == STOP_WORD && is_apos(c) && !cjk) {
+        if (s->stop == STOP_WORD && tc_is_apos(c) && !cjk) {
             if (i >= n) return r; /* an apostrophe at the end: undecided, and not yet a word end */
             if (incomplete_utf8(w, n, i)) return r;
-            if (is_letter(cp_at(w, n, i))) continue;
+            if (tc_is_letter(cp_at(w, n, i))) continue;
         }
         r.st = SC_DONE;
         r.cut = at;
@@ -424,7 +382,7 @@ laya_session_params laya_session_default_params(void) {
                              .sensitive = 0,
                              .normalize = LAYA_NORM_MODE_DEFAULT,
                              .warmup = 1,
-                             .async = 0,
+                             .resources = NULL,
                              .min_prob = 0,
                              .beam = 0,
                              .prefetch_ms = 40,
@@ -447,71 +405,8 @@ static laya_token find_token(const laya_model *m, const char *str) {
     return -1;
 }
 
-static void *worker_main(void *arg);
-static laya_status set_text_window(laya_session *s, const char *before, size_t before_len, const char *after,
-                                   size_t after_len);
-
-/* The words a typo may have meant: the model file's word list (laya.words with laya.word_counts, from its
- * training text: laya annotate) and whole-word tokens of the model (a space and letters), built once per
- * model and shared by its sessions (164k words took 12 ms and 7.7 MB: one copy per session made every
- * text field pay for them); and the user's words, a session's own small list beside it. */
-/* Control text (special, user-defined, unknown and unused tokens): never generated, ends everything. */
-static int tok_control(const laya_model *m, laya_token i) {
-    int t = tok_token_type(m->tok, i);
-    return t == 2 || t == 3 || t == 4 || t == 5;
-}
-
-static laya_status build_base_typos(const laya_model *m, ty_list **out) {
-    ty_list *l;
-    laya_status st = ty_list_create(&l);
-    if (st) return st;
-    const gguf_file *gf = m->gf;
-    const gguf_kv *kw, *kc;
-    if (gf && !gguf_get_arr(gf, "laya.words", GGUF_STRING, &kw)) {
-        int counts = !gguf_get_arr(gf, "laya.word_counts", GGUF_U32, &kc) && kc->arr_n == kw->arr_n;
-        gguf_str_iter it = gguf_arr_strs(kw);
-        gguf_str w;
-        for (uint64_t i = 0; gguf_str_next(&it, &w); i++) {
-            /* a bad entry (too long, not UTF-8) is refused by ty_list_add and skipped */
-            if (w.n && w.n <= TY_WORD_MAX) ty_list_add(l, w.p, (size_t)w.n, counts ? (uint32_t)gguf_arr_num(kc, i) : 1);
-        }
-    }
-    int32_t nv = laya_n_vocab(m);
-    for (int32_t i = 0; i < nv && !st; i++) {
-        size_t pl;
-        const char *pc = laya_token_piece(m, i, &pl);
-        if (!pc || pl < 3 || pl > TY_WORD_MAX || pc[0] != ' ' || tok_control(m, i)) continue;
-        int ok = 1;
-        for (size_t j = 1; j < pl && ok; j++) ok = ((unsigned char)pc[j] | 32) >= 'a' && ((unsigned char)pc[j] | 32) <= 'z';
-        if (ok) st = ty_list_add(l, pc + 1, pl - 1, 1);
-    }
-    if (!st) st = ty_list_finish(l);
-    if (st) ty_list_free(l);
-    else *out = l;
-    return st;
-}
-
-/* The model's tables every session needs (the token table; in text mode the known words), built by its
- * first session under the model's lock: they are the model's only mutable members. The token table keeps
- * the tokens this session's tflag generates, the same for every session of the model. */
-static laya_status model_tables(laya_session *s) {
-    laya_model *m = (laya_model *)s->m;
-    laya_status st = LAYA_OK;
-    pthread_mutex_lock(&m->shared_mu);
-    if (!m->vt) {
-        uint8_t *keep = (uint8_t *)s->vals; /* scratch: vals holds n_vocab floats */
-        for (int32_t i = 0; i < s->n_vocab; i++) keep[i] = !(s->tflag[i] & TF_NOGEN);
-        vt_table *t = laya_calloc(1, sizeof *t);
-        st = t ? vt_build(t, m, keep) : LAYA_ERR_NOMEM;
-        if (st) laya_free(t);
-        else m->vt = t;
-    }
-    if (!st && s->p.mode == LAYA_MODE_TEXT && !m->typo_base) st = build_base_typos(m, &m->typo_base);
-    pthread_mutex_unlock(&m->shared_mu);
-    s->vt = m->vt;
-    if (s->p.mode == LAYA_MODE_TEXT) s->typos = m->typo_base;
-    return st;
-}
+static laya_status set_text_window(laya_session *s, const char *before, size_t before_len, size_t full_len,
+                                   const char *after, size_t after_len);
 
 /* The user dictionary's words, the session's own list beside the model's (none without words). */
 static laya_status build_user_typos(laya_session *s) {
@@ -576,27 +471,16 @@ static void load_calibration(laya_session *s) {
 
 void laya_session_free(laya_session *s) {
     if (!s) return;
-    if (s->async_on) {
-        pthread_mutex_lock(&s->mu);
-        s->stop_worker = 1;
-        atomic_fetch_add(&s->sub_gen, 1);
-        pthread_cond_broadcast(&s->cv);
-        pthread_mutex_unlock(&s->mu);
-        pthread_join(s->thr, NULL);
-        pthread_mutex_destroy(&s->mu);
-        pthread_cond_destroy(&s->cv);
-        pthread_cond_destroy(&s->idle_cv);
-    }
     laya_context_free(s->ctx);
     tok_work_free(s->tw);
     ud_free(s->ud);
     dc_free(s->dc);
     ty_list_free(s->typos_user);
+    laya_resources_free(s->own_res);
     laya_free(s->ctok);
-    void *bufs[] = {s->tflag, s->norm,   s->map,      s->after, s->amap,     s->ctxt,     s->prompt, s->guess,
+    void *bufs[] = {s->norm,   s->map,      s->after, s->amap,     s->ctxt,     s->prompt, s->guess,
                     s->ptok,  s->live,   s->next,     s->pool,  s->fins,     s->allowed,  s->vals,
-                    s->b_tok, s->b_seq,  s->b_want,   s->pre_logits, s->nc_pri, s->a_before, s->a_after, s->a_doc, s->w_doc, s->w_before,
-                    s->w_after, s->nc_logits, s->nc_key, s->nc_n, s->nc_stamp, s->nc_sum, s->cur_raw, s->cur_after,
+                    s->b_tok, s->b_seq,  s->b_want,   s->pre_logits, s->nc_pri, s->nc_logits, s->nc_key, s->nc_n, s->nc_stamp, s->nc_sum, s->cur_raw, s->cur_after,
                     s->pf_text, s->cc};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) laya_free(bufs[i]);
     for (int i = 0; i < MAX_SLOTS; i++) laya_free(s->slot_tok[i]);
@@ -649,7 +533,6 @@ laya_status laya_session_create(const laya_model *m, laya_session_params p, laya
     s->prompt_cap = mt + 1 + 3 * mt + 3 * mt / 4 + 16;
     s->ptok_cap = (int32_t)(s->prompt_cap + 16);
     s->tw = tok_work_new();
-    s->tflag = laya_calloc(nv, 1);
     s->norm = laya_malloc(3 * mt + 4);
     s->map = laya_malloc((3 * mt + 4) * sizeof(uint32_t));
     s->after = laya_malloc(3 * mt / 4 + 16);
@@ -685,7 +568,7 @@ laya_status laya_session_create(const laya_model *m, laya_session_params p, laya
     s->b_tok = laya_malloc((size_t)s->max_batch * sizeof(laya_token));
     s->b_seq = laya_malloc((size_t)s->max_batch * sizeof(int32_t));
     s->b_want = laya_malloc((size_t)s->max_batch);
-    if (!s->tw || !s->tflag || !s->norm || !s->map || !s->after || !s->amap || !s->ctxt || !s->prompt || !s->guess || !s->ptok || !s->ctok ||
+    if (!s->tw || !s->norm || !s->map || !s->after || !s->amap || !s->ctxt || !s->prompt || !s->guess || !s->ptok || !s->ctok ||
         !s->live || !s->next || !s->pool || !s->fins || !s->allowed || !s->vals || !s->pre_logits || !s->b_tok ||
         !s->b_seq || !s->b_want)
         goto nomem;
@@ -693,27 +576,22 @@ laya_status laya_session_create(const laya_model *m, laya_session_params p, laya
         if (!(s->slot_tok[i] = laya_malloc((size_t)p.max_kv_size * sizeof(laya_token)))) goto nomem;
     if (tok_work_reserve(s->tw, s->prompt_cap)) goto nomem;
 
-    /* token classes */
-    const tok_vocab *tv = m->tok;
-    for (int32_t i = 0; i < s->n_vocab; i++) {
-        size_t pl;
-        const char *pc = laya_token_piece(m, i, &pl);
-        uint8_t f = 0;
-        if (tok_control(m, i) || !pc || pl == 0) {
-            f = TF_NOGEN | TF_END_WORD | TF_END_IDENT | TF_END_LINE; /* control text ends everything */
-        } else {
-            unsigned char b = (unsigned char)pc[0];
-            int complete = b < 0x80 || (uni_utf8_len(b) > 1 && (size_t)uni_utf8_len(b) <= pl);
-            if (complete) {
-                uint32_t c = cp_at(pc, (int32_t)pl, 0);
-                if (!is_word(c) && !is_apos(c)) f |= TF_END_WORD;
-                if (!is_word(c)) f |= TF_END_IDENT;
-                if (c == '\n' || c == '\r') f |= TF_END_LINE;
-            }
+    if (p.resources) {
+        if (p.resources->m != m) {
+            st = laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "params.resources belong to another model");
+            goto fail;
         }
-        s->tflag[i] = f;
+        s->res = p.resources;
+    } else if ((st = res_build(m, p.mode == LAYA_MODE_TEXT, &s->own_res))) {
+        laya_err(err, errlen, st, "out of memory building the typing resources");
+        goto fail;
+    } else {
+        s->res = s->own_res;
     }
-    if (model_tables(s)) goto nomem;
+    s->vt = &s->res->vt;
+    s->tflag = s->res->tflag;
+    if (p.mode == LAYA_MODE_TEXT) s->typos = s->res->words;
+    const tok_vocab *tv = m->tok;
     s->t_start = find_token(m, "<|endoftext|>");
     if (s->t_start < 0) s->t_start = tok_bos(tv) >= 0 ? tok_bos(tv) : tok_eos(tv);
     s->t_mode[LAYA_MODE_TEXT] = find_token(m, "<|prose|>");
@@ -760,43 +638,19 @@ laya_status laya_session_create(const laya_model *m, laya_session_params p, laya
         laya_err(err, errlen, st, "out of memory building the word list");
         goto fail;
     }
-    if (p.async) {
-        s->a_before = laya_malloc(mt + 8);
-        s->a_after = laya_malloc(mt / 4 + 8);
-        s->w_before = laya_malloc(mt + 8);
-        s->w_after = laya_malloc(mt / 4 + 8);
-        if (!s->a_before || !s->a_after || !s->w_before || !s->w_after) goto nomem;
-        if (s->dc) {
-            s->a_doc = laya_malloc(dc_span(s->dc));
-            s->w_doc = laya_malloc(dc_span(s->dc));
-            if (!s->a_doc || !s->w_doc) goto nomem;
-        }
-        pthread_mutex_init(&s->mu, NULL);
-        pthread_cond_init(&s->cv, NULL);
-        pthread_cond_init(&s->idle_cv, NULL);
-        if (pthread_create(&s->thr, NULL, worker_main, s) != 0) {
-            pthread_mutex_destroy(&s->mu);
-            pthread_cond_destroy(&s->cv);
-            pthread_cond_destroy(&s->idle_cv);
-            st = LAYA_ERR_NOMEM;
-            laya_err(err, errlen, st, "cannot start the session's worker thread");
-            goto fail;
-        }
-        s->async_on = 1;
-    }
     if (p.warmup) {
         /* Touch every weight page and every code path once: a word to complete, then a next word. */
         static const char *const warm[] = {"The quick brown fo", "The quick brown fox "};
         const laya_candidate *c;
         int32_t n;
         for (int i = 0; i < 2; i++) {
-            if ((st = set_text_window(s, warm[i], strlen(warm[i]), "", 0)) ||
+            if ((st = set_text_window(s, warm[i], strlen(warm[i]), strlen(warm[i]), "", 0)) ||
                 (st = laya_session_suggest(s, &c, &n))) {
                 laya_err(err, errlen, st, "warm-up failed: %s", s->err);
                 goto fail;
             }
         }
-        set_text_window(s, "", 0, "", 0);
+        set_text_window(s, "", 0, 0, "", 0);
         memset(&s->st, 0, sizeof s->st);
         s->step_ms = 0; /* the warm-up's steps ran on cold caches: no prediction from them */
         s->n_step_hist = 0;
@@ -856,9 +710,9 @@ laya_status laya_session_set_context(laya_session *s, const char *text, size_t l
     if (!s || (!text && len)) return LAYA_ERR_INVALID_ARG;
     size_t mt = (size_t)s->p.max_text;
     if (len > mt) {
-        text += len - mt;
-        len = mt;
-        while (len > 0 && ((unsigned char)text[0] & 0xC0) == 0x80) text++, len--;
+        size_t skip = tc_utf8_cut_start(text, len, len - mt);
+        text += skip;
+        len -= skip;
     }
     if (len) memcpy(s->ctxt, text, len);
     s->ctxt_len = (int32_t)len;
@@ -874,13 +728,13 @@ static size_t window_step_cut(size_t n, size_t max_text) {
     return ((n - max_text + step - 1) / step) * step;
 }
 
-/* ... and there: a function of the text alone, so that a fresh session and a long-lived one agree. */
-static size_t window_start(const char *t, size_t n, size_t max_text) {
+/* ... and there: a function of the text alone, so that a fresh session and a long-lived one agree. The
+ * text is n bytes; t holds its end from byte base on (base <= n - max_text when n > max_text). */
+static size_t window_start(const char *t, size_t base, size_t n, size_t max_text) {
     if (n <= max_text) return 0;
-    size_t cut = window_step_cut(n, max_text);
-    while (cut < n && ((unsigned char)t[cut] & 0xC0) == 0x80) cut++;
+    size_t cut = base + tc_utf8_cut_start(t, n - base, window_step_cut(n, max_text) - base);
     for (size_t i = cut; i < n && i < cut + 32; i++)
-        if (t[i] == ' ' || t[i] == '\n') return i + 1;
+        if (t[i - base] == ' ' || t[i - base] == '\n') return i + 1;
     return cut;
 }
 
@@ -905,20 +759,20 @@ static void find_last_word(laya_session *s, const char *raw, size_t raw_len) {
     const char *t = s->norm;
     int32_t end = s->norm_len, i = end, gap = 0;
     while (i > 0 && gap < 2) {
-        int32_t j = prev_cp(t, i);
+        int32_t j = tc_prev_cp(t, i);
         uint32_t c = cp_at(t, end, j);
-        if (is_word(c) || c == '\n' || c == '\r') break;
+        if (tc_is_word(c) || c == '\n' || c == '\r') break;
         i = j, gap++;
     }
     int32_t we = i, ws = i;
     if (gap == 0 || we == 0) return;
     while (ws > 0) {
-        int32_t j = prev_cp(t, ws);
+        int32_t j = tc_prev_cp(t, ws);
         uint32_t c = cp_at(t, end, j);
-        if (!is_letter(c) || is_cjk(c)) break;
+        if (!tc_is_letter(c) || tc_is_cjk(c)) break;
         ws = j;
     }
-    if (we - ws < 2 || we - ws > TY_WORD_MAX || (ws > 0 && is_word(cp_at(t, end, prev_cp(t, ws))))) return;
+    if (we - ws < 2 || we - ws > TY_WORD_MAX || (ws > 0 && tc_is_word(cp_at(t, end, tc_prev_cp(t, ws))))) return;
     s->last_ws = ws;
     s->last_we = we;
     s->last_anchor = ws > 0 && t[ws - 1] == ' ' ? ws - 1 : ws;
@@ -934,16 +788,16 @@ static void analyze(laya_session *s, const char *raw, size_t raw_len) {
     int code = s->p.mode == LAYA_MODE_CODE;
     s->no_cands = 0;
     if (end > 0) {
-        int32_t i = prev_cp(t, end);
+        int32_t i = tc_prev_cp(t, end);
         uint32_t c = cp_at(t, end, i);
-        if (is_word(c) && is_cjk(c)) {
+        if (tc_is_word(c) && tc_is_cjk(c)) {
             ws = i; /* CJK has no spaces: the "partial word" is the last character */
         } else {
             while (ws > 0) {
-                int32_t j = prev_cp(t, ws);
+                int32_t j = tc_prev_cp(t, ws);
                 uint32_t d = cp_at(t, end, j);
-                int ok = is_word(d) && !is_cjk(d);
-                if (!ok && !code && is_apos(d) && j > 0) ok = is_letter(cp_at(t, end, prev_cp(t, j)));
+                int ok = tc_is_word(d) && !tc_is_cjk(d);
+                if (!ok && !code && tc_is_apos(d) && j > 0) ok = tc_is_letter(cp_at(t, end, tc_prev_cp(t, j)));
                 if (!ok) break;
                 ws = j;
             }
@@ -965,12 +819,12 @@ static void analyze(laya_session *s, const char *raw, size_t raw_len) {
     }
     int32_t anchor = ws;
     if (ws > 0) {
-        int32_t j = prev_cp(t, ws);
+        int32_t j = tc_prev_cp(t, ws);
         uint32_t d = cp_at(t, end, j);
         /* The space (or punctuation) before a word belongs to the word's first token in byte-level BPE:
          * heal over it too, so the prompt ends where the tokenizer would split anyway. */
-        if (d == ' ' || (s->kind == LAYA_KIND_COMPLETE && !is_word(d) && d != '\n' && d != '\r' && d != '\t' &&
-                         !is_cjk(ws < end ? cp_at(t, end, ws) : 0)))
+        if (d == ' ' || (s->kind == LAYA_KIND_COMPLETE && !tc_is_word(d) && d != '\n' && d != '\r' && d != '\t' &&
+                         !tc_is_cjk(ws < end ? cp_at(t, end, ws) : 0)))
             anchor = j;
     }
     s->anchor = anchor;
@@ -1085,7 +939,7 @@ static laya_status prefill(laya_session *s, int32_t l, int logits, int can_stop,
         /* A submitted decision (or a prefetch) stops its prefill when cancelled or out of time; what is done
          * stays cached and the next keystroke goes on from there. */
         /* with a deadline or a cancel to honour, smaller chunks: the stop is checked between them */
-        int32_t chunk = can_stop && (s->p.deadline_ms > 0 || s->async_on || s->in_prefetch) ? CHUNK / 4 : CHUNK;
+        int32_t chunk = can_stop && (s->p.deadline_ms > 0 || atomic_load(&s->interruptible) || s->in_prefetch) ? CHUNK / 4 : CHUNK;
         int32_t n = LAYA_MIN(chunk, nP - l);
         if (can_stop && l > s->st.n_reused && stop_now(s, step_estimate(s, n))) {
             s->st.deadline_hit = 1;
@@ -1097,10 +951,10 @@ static laya_status prefill(laya_session *s, int32_t l, int logits, int can_stop,
             s->b_want[i] = (logits && l + i == nP - 1) ? LAYA_WANT_LOGITS : 0;
         }
         laya_batch b = {n, s->b_tok, s->b_seq, s->b_want};
-        double t0 = now_ms();
+        double t0 = laya_now_ms();
         if ((st = laya_decode(s->ctx, b)))
             return laya_err(s->err, sizeof s->err, st, "decode: %s", laya_context_error(s->ctx));
-        if (n <= 8) step_learn(s, now_ms() - t0, n); /* a step of the size a decision takes: keeps the estimate fresh */
+        if (n <= 8) step_learn(s, laya_now_ms() - t0, n); /* a step of the size a decision takes: keeps the estimate fresh */
         memcpy(s->slot_tok[j] + l, s->ptok + l, (size_t)n * sizeof(laya_token));
         l += n;
         s->slot_n[j] = l;
@@ -1173,13 +1027,12 @@ static laya_status prompt_kv(laya_session *s) {
 static laya_status set_text(laya_session *s, const char *before, size_t before_len, const char *after,
                             size_t after_len) {
     size_t mt = (size_t)s->p.max_text;
-    size_t cut = window_start(before, before_len, mt);
+    size_t cut = window_start(before, 0, before_len, mt);
     s->st.truncated = cut > 0;
     const char *raw = before + cut;
     size_t raw_len = before_len - cut;
     s->norm_len = (int32_t)nz_normalize(raw, raw_len, s->norm_flags, s->norm, s->map);
-    size_t an = LAYA_MIN(after_len, mt / 4);
-    while (an > 0 && an < after_len && ((unsigned char)after[an] & 0xC0) == 0x80) an--;
+    size_t an = tc_utf8_cut_end(after, after_len, LAYA_MIN(after_len, mt / 4));
     s->st.truncated |= an < after_len;
     s->after_len = an ? (int32_t)nz_normalize(after, an, s->norm_flags, s->after, s->amap) : 0;
     analyze(s, raw, raw_len);
@@ -1196,7 +1049,7 @@ static laya_status set_text(laya_session *s, const char *before, size_t before_l
             size_t j = (size_t)i;
             uint32_t c = nz_next(s->norm, (size_t)s->norm_len, &j);
             i = (int32_t)j;
-            if (c > ' ') all++, cjk += is_cjk(c);
+            if (c > ' ') all++, cjk += tc_is_cjk(c);
         }
         if (all > 0 && 3 * cjk >= all) mode_tok = s->t_zh;
     }
@@ -1257,22 +1110,23 @@ static laya_status set_text(laya_session *s, const char *before, size_t before_l
     return LAYA_OK;
 }
 
-/* set_text of the caller's text (the document cache aside: the caller updates it). */
-static laya_status set_text_window(laya_session *s, const char *before, size_t before_len, const char *after,
-                                   size_t after_len) {
+/* set_text of the caller's text (the document cache aside: the caller updates it): before is the end of a
+ * text of full_len bytes, from its byte full_len - before_len on. */
+static laya_status set_text_window(laya_session *s, const char *before, size_t before_len, size_t full_len,
+                                   const char *after, size_t after_len) {
     if (!before) before = "";
     /* Kept for prefetch, which decides guessed texts and then comes back to this one. */
-    size_t mt = (size_t)s->p.max_text, cut = window_start(before, before_len, mt);
-    size_t an = LAYA_MIN(after_len, mt / 4);
-    while (an > 0 && an < after_len && ((unsigned char)after[an] & 0xC0) == 0x80) an--;
-    s->cur_raw_len = before_len - cut;
-    if (s->cur_raw_len) memcpy(s->cur_raw, before + cut, s->cur_raw_len);
+    size_t mt = (size_t)s->p.max_text, base = full_len - before_len, cut = window_start(before, base, full_len, mt);
+    size_t an = tc_utf8_cut_end(after, after_len, LAYA_MIN(after_len, mt / 4));
+    s->cur_raw_len = full_len - cut;
+    if (s->cur_raw_len) memcpy(s->cur_raw, before + (cut - base), s->cur_raw_len);
     s->cur_after_len = an;
     if (an) memcpy(s->cur_after, after, an);
-    s->cur_full = before_len;
+    s->cur_full = full_len;
     s->cur_cut = cut;
     s->have_text = 1;
     s->decided = 0;
+    s->has_cands = 0;
     s->pf_n = -1;
     s->nc_cur = ((s->nc_cur >> 32) + 1) << 32 | PRI_OWN; /* a new keystroke */
     laya_status st = set_text(s, s->cur_raw, s->cur_raw_len, s->cur_after, s->cur_after_len);
@@ -1282,11 +1136,32 @@ static laya_status set_text_window(laya_session *s, const char *before, size_t b
 
 laya_status laya_session_set_text(laya_session *s, const char *before, size_t before_len, const char *after,
                                   size_t after_len) {
+    return laya_session_set_text_tail(s, before, before_len, before_len, after, after_len);
+}
+
+size_t laya_session_tail_bytes(const laya_session *s) {
+    if (!s) return 0;
+    return LAYA_MAX((size_t)s->p.max_text, dc_span(s->dc));
+}
+
+laya_status laya_session_set_text_tail(laya_session *s, const char *tail, size_t tail_len, size_t before_len,
+                                       const char *after, size_t after_len) {
     if (!s) return LAYA_ERR_INVALID_ARG;
-    if ((!before && before_len) || (!after && after_len))
+    if ((!tail && tail_len) || (!after && after_len))
         return laya_err(s->err, sizeof s->err, LAYA_ERR_INVALID_ARG, "NULL text with a nonzero length");
-    dc_update(s->dc, before, before_len, 0);
-    return set_text_window(s, before, before_len, after, after_len);
+    if (tail_len > before_len || tail_len < LAYA_MIN(before_len, laya_session_tail_bytes(s)))
+        return laya_err(s->err, sizeof s->err, LAYA_ERR_INVALID_ARG,
+                        "tail of %zu bytes of a text of %zu: need all of it or the last %zu bytes", tail_len,
+                        before_len, laya_session_tail_bytes(s));
+    atomic_store(&s->interrupted, 0); /* a new text: the next decision is a new one */
+    dc_update(s->dc, tail, tail_len, before_len - tail_len);
+    return set_text_window(s, tail, tail_len, before_len, after, after_len);
+}
+
+void laya_session_interrupt(laya_session *s) {
+    if (!s) return;
+    atomic_store(&s->interruptible, 1);
+    atomic_store(&s->interrupted, 1);
 }
 
 /* ---- the decision ----------------------------------------------------------------------------------- */
@@ -1634,11 +1509,11 @@ static void step_learn(laya_session *s, double ms, int32_t rows) {
 }
 
 static int stop_now(laya_session *s, double step_ms) {
-    if (s->async_on && atomic_load(&s->sub_gen) != s->cancel_gen) return 1;
+    if (atomic_load(&s->interrupted)) return 1;
     /* a guess: the budget, not the deadline; each call makes one step at least, so slices of any size
      * make progress */
-    if (s->in_prefetch) return s->st.n_decoded + s->st.n_computed + s->pf_done_rows > 0 && now_ms() + step_ms > s->pf_end;
-    if (s->p.deadline_ms > 0 && now_ms() - s->t_start_ms + step_ms > s->p.deadline_ms) return 1;
+    if (s->in_prefetch) return s->st.n_decoded + s->st.n_computed + s->pf_done_rows > 0 && laya_now_ms() + step_ms > s->pf_end;
+    if (s->p.deadline_ms > 0 && laya_now_ms() - s->t_start_ms + step_ms > s->p.deadline_ms) return 1;
     return 0;
 }
 
@@ -1789,7 +1664,7 @@ static laya_status corrections(laya_session *s) {
     }
     laya_batch b = {rows, s->b_tok, s->b_seq, s->b_want};
     int late = stop_now(s, step_estimate(s, rows));
-    double t0 = now_ms();
+    double t0 = laya_now_ms();
     if (late || (st = laya_decode(s->ctx, b))) {
         for (int32_t k = 0; k < s->n_slots + TYPO_SLOTS; k++)
             s->slot_n[k] = LAYA_MIN(s->slot_n[k], laya_seq_len(s->ctx, k));
@@ -1799,7 +1674,7 @@ static laya_status corrections(laya_session *s) {
         }
         return laya_err(s->err, sizeof s->err, st, "decode: %s", laya_context_error(s->ctx));
     }
-    step_learn(s, now_ms() - t0, rows);
+    step_learn(s, laya_now_ms() - t0, rows);
     s->st.n_decoded += rows;
     s->st.n_steps++;
     double sc[MAXW], mx = -INFINITY;
@@ -1927,11 +1802,11 @@ static laya_status decide(laya_session *s) {
             while (n > 0 && rows[n] > 0 && stop_now(s, step_estimate(s, rows[n]))) n--;
             if (n == 0) break;
         }
-        double t0 = now_ms();
+        double t0 = laya_now_ms();
         int32_t r0 = s->st.n_decoded;
         laya_status st = decode_hyps(s, s->next, n);
         if (st) return st;
-        step_learn(s, now_ms() - t0, s->st.n_decoded - r0);
+        step_learn(s, laya_now_ms() - t0, s->st.n_decoded - r0);
         hyp *t = s->live;
         s->live = s->next;
         s->next = t;
@@ -2011,12 +1886,12 @@ laya_status laya_session_suggest(laya_session *s, const laya_candidate **out, in
     if (out) *out = NULL;
     if (n) *n = 0;
     if (!s || !out || !n) return LAYA_ERR_INVALID_ARG;
-    s->t_start_ms = now_ms();
-    if (!s->async_on) s->cancel_gen = atomic_load(&s->sub_gen);
+    s->t_start_ms = laya_now_ms();
     laya_status st = decide(s);
-    s->st.last_ms = now_ms() - s->t_start_ms;
+    s->st.last_ms = laya_now_ms() - s->t_start_ms;
     if (st) return st;
     decided(s);
+    s->has_cands = 1;
     *out = s->out.c;
     *n = s->out.n;
     return LAYA_OK;
@@ -2033,7 +1908,7 @@ laya_status laya_session_learn(laya_session *s, const char *text, size_t len) {
 
 laya_status laya_session_accept(laya_session *s, int32_t i) {
     if (!s) return LAYA_ERR_INVALID_ARG;
-    const cand_buf *cb = s->async_on ? &s->pout : &s->out; /* async: the candidates poll handed out */
+    const cand_buf *cb = &s->out;
     if (i < 0 || i >= cb->n)
         return laya_err(s->err, sizeof s->err, LAYA_ERR_INVALID_ARG, "no candidate %d in the last decision", i);
     const laya_candidate *c = &cb->c[i];
@@ -2042,7 +1917,6 @@ laya_status laya_session_accept(laya_session *s, int32_t i) {
         s->ud_z = -1;
         if (st) return laya_err(s->err, sizeof s->err, st, "user dictionary: %s", ud_error(s->ud));
     }
-    if (s->async_on) return LAYA_OK; /* the worker owns the cache */
     /* Keep the cache warm: compute the prompt of the text the caller will most likely send next (the
      * candidate in place, then a space), off the keystroke path. */
     int32_t start = c->kind == LAYA_KIND_CORRECT ? s->last_ws : c->kind == LAYA_KIND_COMPLETE ? s->word_start
@@ -2055,11 +1929,9 @@ laya_status laya_session_accept(laya_session *s, int32_t i) {
     if (c->kind != LAYA_KIND_CORRECT && s->guess[n - 1] != ' ') s->guess[n++] = ' ';
     char *after = s->guess + n; /* set_text normalizes into s->after: give it a copy */
     memcpy(after, s->after, (size_t)s->after_len);
-    laya_status st = set_text_window(s, s->guess, n, after, (size_t)s->after_len); /* a guess: not the document */
+    laya_status st = set_text_window(s, s->guess, n, n, after, (size_t)s->after_len); /* a guess: not the document */
     return st ? st : sync_prompt(s);
 }
-
-/* ---- asynchronous form ------------------------------------------------------------------------------ */
 
 static void copy_cands(cand_buf *dst, const cand_buf *src) {
     dst->n = src->n;
@@ -2155,17 +2027,6 @@ static void pf_plan(laya_session *s) {
 /* Decide the planned guesses, likeliest first, until end (a clock time) or a newer submit; then come back
  * to the caller's text and candidates. A guess cut short is done again by the next call (what it decoded
  * is in the node cache). */
-/* Asynchronous form: the worker finished a decision its deadline had cut short (in the prefetch that
- * follows it): the callback runs again with the full candidates, and poll reports them. Not if a newer
- * submit came meanwhile. */
-static void deliver_refined(laya_session *s) {
-    if (atomic_load(&s->sub_gen) != s->w_gen) return;
-    if (s->w_cb) s->w_cb(s->w_ud, s->out.c, s->out.n);
-    pthread_mutex_lock(&s->mu);
-    if (atomic_load(&s->sub_gen) == s->w_gen) copy_cands(&s->res, &s->out);
-    pthread_mutex_unlock(&s->mu);
-}
-
 static laya_status prefetch(laya_session *s, double end, int32_t *n_done, int32_t *n_left) {
     laya_session_stats st0 = s->st;
     int decided0 = s->decided;
@@ -2183,7 +2044,6 @@ static laya_status prefetch(laya_session *s, double end, int32_t *n_done, int32_
             decided0 = 1; /* done now: the plan comes from it and stays */
             st0.deadline_hit = 0;
             copy_cands(&s->pf_out, &s->out); /* the caller's candidates are these from now on */
-            if (s->async_on) deliver_refined(s);
         } else {
             s->pf_n = s->pf_i = 0; /* not finished yet: no plan until it is */
         }
@@ -2230,133 +2090,18 @@ laya_status laya_session_prefetch(laya_session *s, double budget_ms, int32_t *n_
     if (n_done) *n_done = 0;
     if (n_left) *n_left = 0;
     if (!s || !(budget_ms >= 0 && budget_ms <= 1e9)) return LAYA_ERR_INVALID_ARG;
-    if (s->async_on)
-        return laya_err(s->err, sizeof s->err, LAYA_ERR_INVALID_ARG,
-                        "an asynchronous session prefetches on its worker (params.prefetch_ms)");
     if (!s->have_text || budget_ms == 0) return LAYA_OK;
-    s->cancel_gen = atomic_load(&s->sub_gen);
-    return prefetch(s, now_ms() + budget_ms, n_done, n_left);
+    return prefetch(s, laya_now_ms() + budget_ms, n_done, n_left);
 }
 
-static void *worker_main(void *arg) {
-    laya_session *s = arg;
-    pthread_mutex_lock(&s->mu);
-    for (;;) {
-        while (!s->stop_worker && (atomic_load(&s->sub_gen) == s->run_gen || !s->job_valid)) {
-            if (atomic_load(&s->sub_gen) != s->run_gen) s->run_gen = atomic_load(&s->sub_gen); /* cancelled */
-            s->busy = 0;
-            pthread_cond_broadcast(&s->idle_cv);
-            pthread_cond_wait(&s->cv, &s->mu);
-        }
-        if (s->stop_worker) break;
-        s->busy = 1;
-        uint64_t gen = s->run_gen = atomic_load(&s->sub_gen);
-        memcpy(s->w_before, s->a_before, s->ab_len);
-        memcpy(s->w_after, s->a_after, s->aa_len);
-        s->wb_len = s->ab_len;
-        s->wa_len = s->aa_len;
-        if (s->dc) {
-            memcpy(s->w_doc, s->a_doc, s->ad_len);
-            s->wd_len = s->ad_len;
-            s->wd_base = s->ad_base;
-        }
-        laya_suggest_cb cb = s->w_cb = s->cb;
-        void *ud = s->w_ud = s->cb_user;
-        s->w_gen = gen;
-        s->cancel_gen = gen;
-        pthread_mutex_unlock(&s->mu);
-        double t0 = now_ms();
-        const laya_candidate *c = NULL;
-        int32_t n = 0;
-        s->t_start_ms = t0; /* the deadline counts from the submit's start, set_text included */
-        s->st.deadline_hit = 0;
-        dc_update(s->dc, s->w_doc, s->wd_len, s->wd_base);
-        laya_status st = set_text_window(s, s->w_before, s->wb_len, s->w_after, s->wa_len);
-        if (!st && atomic_load(&s->sub_gen) == gen) {
-            int hit = s->st.deadline_hit;
-            st = decide(s);
-            s->st.deadline_hit |= hit;
-            s->st.last_ms = now_ms() - t0;
-            c = s->out.c;
-            n = s->out.n;
-        }
-        int fresh = atomic_load(&s->sub_gen) == gen;
-        if (fresh && !st && cb) cb(ud, c, n);
-        pthread_mutex_lock(&s->mu);
-        if (fresh && atomic_load(&s->sub_gen) == gen) {
-            if (st) s->out.n = 0;
-            copy_cands(&s->res, &s->out);
-            s->done_gen = gen;
-        }
-        if (!st && fresh && s->p.prefetch_ms > 0 && atomic_load(&s->sub_gen) == gen) {
-            /* Idle until the next keystroke: decide what it will likely be. A submit stops this at the
-             * next decode step (stop_now sees sub_gen move). */
-            pthread_mutex_unlock(&s->mu);
-            decided(s);
-            prefetch(s, now_ms() + s->p.prefetch_ms, NULL, NULL);
-            pthread_mutex_lock(&s->mu);
-        }
-    }
-    s->busy = 0;
-    pthread_cond_broadcast(&s->idle_cv);
-    pthread_mutex_unlock(&s->mu);
-    return NULL;
-}
-
-laya_status laya_session_submit(laya_session *s, const char *before, size_t before_len, const char *after,
-                                size_t after_len, laya_suggest_cb cb, void *user) {
-    if (!s) return LAYA_ERR_INVALID_ARG;
-    if (!s->async_on)
-        return laya_err(s->err, sizeof s->err, LAYA_ERR_INVALID_ARG, "session was created without params.async");
-    if ((!before && before_len) || (!after && after_len))
-        return laya_err(s->err, sizeof s->err, LAYA_ERR_INVALID_ARG, "NULL text with a nonzero length");
-    size_t mt = (size_t)s->p.max_text;
-    size_t cut = before ? window_start(before, before_len, mt) : 0;
-    size_t an = LAYA_MIN(after_len, mt / 4);
-    while (an > 0 && an < after_len && ((unsigned char)after[an] & 0xC0) == 0x80) an--;
-    pthread_mutex_lock(&s->mu);
-    s->ab_len = before_len - cut;
-    if (s->ab_len) memcpy(s->a_before, before + cut, s->ab_len);
-    s->aa_len = an;
-    if (an) memcpy(s->a_after, after, an);
-    if (s->dc) {
-        size_t span = dc_span(s->dc), d0 = before_len > span ? before_len - span : 0;
-        s->ad_len = before_len - d0;
-        s->ad_base = d0;
-        if (s->ad_len) memcpy(s->a_doc, before + d0, s->ad_len);
-    }
-    s->cb = cb;
-    s->cb_user = user;
-    s->job_valid = 1;
-    s->busy = 1;
-    atomic_fetch_add(&s->sub_gen, 1); /* also tells a running decision to stop */
-    pthread_cond_signal(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-    return LAYA_OK;
-}
-
-laya_status laya_session_poll(laya_session *s, int *ready, const laya_candidate **out, int32_t *n) {
-    if (ready) *ready = 0;
+laya_status laya_session_candidates(const laya_session *s, const laya_candidate **out, int32_t *n, int *complete) {
     if (out) *out = NULL;
     if (n) *n = 0;
-    if (!s || !ready || !out || !n || !s->async_on) return LAYA_ERR_INVALID_ARG;
-    pthread_mutex_lock(&s->mu);
-    if (s->job_valid && s->done_gen == atomic_load(&s->sub_gen)) {
-        copy_cands(&s->pout, &s->res);
-        *ready = 1;
-        *out = s->pout.c;
-        *n = s->pout.n;
-    }
-    pthread_mutex_unlock(&s->mu);
+    if (complete) *complete = 0;
+    if (!s || !out || !n) return LAYA_ERR_INVALID_ARG;
+    if (!s->has_cands) return LAYA_OK;
+    *out = s->out.c;
+    *n = s->out.n;
+    if (complete) *complete = s->decided;
     return LAYA_OK;
-}
-
-void laya_session_cancel(laya_session *s) {
-    if (!s || !s->async_on) return;
-    pthread_mutex_lock(&s->mu);
-    s->job_valid = 0;
-    atomic_fetch_add(&s->sub_gen, 1);
-    pthread_cond_signal(&s->cv);
-    while (s->busy) pthread_cond_wait(&s->idle_cv, &s->mu);
-    pthread_mutex_unlock(&s->mu);
 }
