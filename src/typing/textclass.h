@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "base/unicode.h"
+#include "typing/normalize.h"
 
 /* Kana and CJK ideographs: words with no spaces between them, so a rule reads one character at a time. */
 static inline int tc_is_cjk(uint32_t c) {
@@ -32,6 +33,12 @@ static inline int tc_is_apos(uint32_t c) { return c == '\'' || c == 0x2019; }
 /* The zero-width characters LAYA_NORM_ZERO_WIDTH removes. */
 static inline int tc_is_zero_width(uint32_t c) {
     return c == 0x200B || c == 0x200C || c == 0x200D || c == 0x2060 || c == 0xFEFF || c == 0x00AD;
+}
+
+/* The code point at s[i] of s[0..n), read as normalize.h's nz_next reads it (an invalid byte: U+FFFD). */
+static inline uint32_t tc_cp_at(const char *s, int32_t n, int32_t i) {
+    size_t j = (size_t)i;
+    return nz_next(s, (size_t)n, &j);
 }
 
 static inline int tc_is_cont(unsigned char b) { return (b & 0xC0) == 0x80; }
