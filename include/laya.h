@@ -295,8 +295,8 @@ typedef struct laya_session_params {
                                after the cursor is cut to max_text / 4 */
     double deadline_ms;     /* a decision (the prompt's new tokens included) returns what it has this long
                                after it started: a step that would not fit shrinks to the likeliest
-                               hypotheses that do; 0: no deadline. With prefetch, 4 ms cost 0.6 points of
-                               keystroke savings (docs/EVALUATION.md) */
+                               hypotheses that do; 0: no deadline. What a deadline costs in keystroke
+                               savings: docs/EVALUATION.md */
     int32_t sensitive;      /* 1: never learn, never store, never log (passwords, PINs, private fields) */
     uint32_t normalize;     /* LAYA_NORM_* bits, or LAYA_NORM_MODE_DEFAULT */
     int32_t warmup;         /* 1 (default): run a decision at create so the first keystroke is not slower */
@@ -305,25 +305,25 @@ typedef struct laya_session_params {
     float min_prob;         /* candidates (and partial hypotheses) below this probability are dropped early,
                                saving decode steps (default 0: keep all; the beam already stops hypotheses
                                that cannot reach the k best, and a long word's first candidates are often
-                               rare: 0.001 cost 4 points of keystroke savings) */
+                               rare, so a floor costs keystroke savings) */
     int32_t focused_output; /* 1: a constrained step after the first computes only the allowed tokens' logits
                                (laya_get_logits_subset: faster) and renormalizes over them; 0 (default): full
                                logits and the model's own probability (see prob below) */
     int32_t beam;           /* hypotheses kept per step (sequence slots), 1..LAYA_MAX_CANDIDATES; 0 (default):
                                max(n_candidates, 8). Wider finds more multi-token words, at a cost per step */
-    double prefetch_ms;     /* laya_worker: after each decision the worker spends up to this long deciding the likeliest
-                               next texts (see laya_session_prefetch) until the next submit (default 40; 0: off) */
+    double prefetch_ms;     /* laya_worker: after each decision the worker spends up to this long deciding the
+                               likeliest next texts (laya_session_prefetch) until the next submit (default 40;
+                               0: off) */
     const char *user_dict;  /* path of the user dictionary file (boosts, learning), or NULL; copied */
     int32_t doc_cache_bytes;/* text mode: the words of this many bytes of the text before the cursor (all of
                                it that set_text is given, not just max_text) are a cache model mixed with the
                                model's candidates, so that the names and words a document keeps using come up;
-                               a word used 3 times there is not corrected. Held in memory only (2.3 MB at the
-                               default), a function of the text alone, off for a sensitive session; costs a few
-                               microseconds per keystroke. Default 65536; 0: off; else 256..4 MiB */
+                               a word used 3 times there is not corrected. Held in memory only (a few MB at
+                               the default), a function of the text alone, off for a sensitive session.
+                               Default 65536; 0: off; else 256..4 MiB */
     int32_t kv_type;        /* LAYA_KV_F16 (default) or LAYA_KV_F32: the session's KV cache (laya_context_params);
-                               F16 halves its memory (25 MiB less at the defaults with the bundled model) and
-                               left keystroke savings and next-word accuracy as they were
-                               (docs/PERFORMANCE-LOG.md, tenth session) */
+                               F16 halves its memory and leaves keystroke savings and next-word accuracy as
+                               they are (docs/PERFORMANCE-LOG.md) */
 } laya_session_params;
 
 typedef struct laya_candidate {

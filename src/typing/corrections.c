@@ -88,10 +88,7 @@ static int known_word(const laya_session *s, const char *w, size_t n, uint32_t *
     return k;
 }
 
-/* The typo decision for the word just finished: the word as typed and its near neighbours (typo.h) are
- * scored by the model in the context before the word (tokens, then the end of the word), plus a prior
- * from the typo cost; if a neighbour's posterior beats the typed word's and exceeds 1/2 (0.8 when the typed
- * word is a known word itself), it becomes a `correct` candidate whose prob and confidence are that posterior. Runs in the spare slots. */
+/* The correction as a candidate: the replacement, then what was typed after the word. */
 static void corr_offer(laya_session *s, const char *w, size_t len, double post) {
     int32_t tail = s->tx.norm_len - s->sh.last_we;
     if (len + (size_t)tail >= LAYA_CANDIDATE_MAX_BYTES) return;
@@ -213,6 +210,11 @@ static laya_status score(laya_session *s, co_words *cw, double *sc, int *late) {
     return LAYA_OK;
 }
 
+/* The typo decision for the word just finished: the word as typed and its near neighbours (typo.h) are
+ * scored by the model in the context before the word (tokens, then the end of the word), plus a prior
+ * from the typo cost; if a neighbour's posterior beats the typed word's and exceeds 1/2 (0.8 when the
+ * typed word is a known word itself), it becomes a `correct` candidate whose prob and confidence are that
+ * posterior. Runs in the spare slots. */
 laya_status co_decide(laya_session *s) {
     s->co.found.n = 0;
     if (s->sh.last_ws < 0) return LAYA_OK;
@@ -220,8 +222,8 @@ laya_status co_decide(laya_session *s) {
     size_t tl = (size_t)(s->sh.last_we - s->sh.last_ws);
     uint32_t count = 0;
     int known = known_word(s, typed, tl, &count);
-    /* A word seen this often in the list's text is almost never a slip for another (four of five typed
-     * words): the model is not asked, which saves the decision about 20 rows at each word start. */
+    /* A word seen this often in the list's text is almost never a slip for another: the model is not
+     * asked, which saves the decision its rows at most word starts. */
     if (known && count >= TYPO_COMMON) return LAYA_OK;
     /* ... and neither is a word this document keeps using (names, coinages: "Queequeg") */
     if (s->cm.dc && dc_count(s->cm.dc, typed, tl) >= DC_KNOWN) return LAYA_OK;

@@ -10,6 +10,7 @@ int32_t sl_lcp(const laya_token *a, int32_t na, const laya_token *b, int32_t nb)
     return i;
 }
 
+/* Tokens slot j holds of prompt + c's tokens. */
 static int32_t lcp_slot(const laya_session *s, int32_t j, const hyp *c) {
     int32_t nP = s->sl.n_ptok, n = s->sl.n[j], i = sl_lcp(s->sl.tok[j], LAYA_MIN(n, nP), s->sl.ptok, nP);
     if (i < nP) return i;
@@ -17,6 +18,8 @@ static int32_t lcp_slot(const laya_session *s, int32_t j, const hyp *c) {
     return i;
 }
 
+/* Decode the prompt's tokens from position l into its slot; with logits, the last row's go to pre_logits.
+ * *done = 0 when can_stop let the deadline (or an interrupt) cut it short. */
 static laya_status prefill(laya_session *s, int32_t l, int logits, int can_stop, int *done) {
     int32_t nP = s->sl.n_ptok, j = s->sl.ps;
     *done = 0;
@@ -24,9 +27,9 @@ static laya_status prefill(laya_session *s, int32_t l, int logits, int can_stop,
     if (st) return laya_err(s->err, sizeof s->err, st, "%s", laya_context_error(s->ctx));
     s->sl.n[j] = l;
     while (l < nP) {
-        /* A submitted decision (or a prefetch) stops its prefill when cancelled or out of time; what is done
-         * stays cached and the next keystroke goes on from there. */
-        /* with a deadline or a cancel to honour, smaller chunks: the stop is checked between them */
+        /* A decision (or a prefetch) stops its prefill when interrupted or out of time; what is done stays
+         * cached and the next keystroke goes on from there. With a stop to honour, smaller chunks: the
+         * stop is checked between them. */
         int32_t chunk = can_stop && (s->p.deadline_ms > 0 || atomic_load(&s->interruptible) || s->pf.active) ? CHUNK / 4 : CHUNK;
         int32_t n = LAYA_MIN(chunk, nP - l);
         if (can_stop && l > s->st.n_reused && dl_stop_now(s, dl_step_estimate(s, n))) {
@@ -153,8 +156,8 @@ laya_status sl_decode_hyps(laya_session *s, hyp *hs, int32_t n) {
         if (s->use_subset && s->p.focused_output && c->n_tok > 0 && c->gen_len < s->sh.heal_len &&
             vt_count_consistent(s->vt, s->sh.heal + c->gen_len, (size_t)(s->sh.heal_len - c->gen_len)) <= s->n_vocab / 8)
             want = LAYA_WANT_HIDDEN;
-        /* a slot other than the prompt's copies the prompt's positions it lacks: decoding them again in
-         * every slot was most of a first step's rows after a word */
+        /* a slot other than the prompt's copies the prompt's positions it lacks rather than decoding them
+         * again: after a word they would be most of a first step's rows */
         if ((st = sl_prepare(s, j, s->sl.ptok, nP, c->tok, c->n_tok, l, j != s->sl.ps ? nP : 0, xn - 1, (int8_t)want,
                              &rows)))
             return st;

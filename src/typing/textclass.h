@@ -28,6 +28,7 @@ static inline int tc_is_word_spaced(uint32_t c) { return tc_is_word(c) && !tc_is
 
 /* A word character that is no digit and no '_'. */
 static inline int tc_is_letter(uint32_t c) { return c == '_' ? 0 : tc_is_word(c) && !(c >= '0' && c <= '9'); }
+static inline int tc_is_letter_spaced(uint32_t c) { return tc_is_letter(c) && !tc_is_cjk(c); }
 static inline int tc_is_apos(uint32_t c) { return c == '\'' || c == 0x2019; }
 
 /* The zero-width characters LAYA_NORM_ZERO_WIDTH removes. */
