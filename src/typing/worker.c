@@ -30,6 +30,7 @@ typedef struct wsync {
     int busy, stop, job_valid;
     int in_session;              /* the thread is inside a session call: interrupts reach it */
     int prefetching;             /* ... and that call is prefetch (accept and learn may interrupt it) */
+    int prefetch_stopped;        /* a hold interrupted this idle time's prefetch: it does not resume */
     int hold;                    /* callers waiting to use the session between decisions */
     char *a_before, *a_after;    /* the newest submit's text: the end of before (tail_bytes), and after */
     size_t ab_len, a_full, aa_len;
@@ -85,9 +86,13 @@ static void idle_prefetch(laya_worker *w, uint64_t gen, laya_suggest_cb cb, void
     int32_t n;
     int complete = 0;
     laya_session_candidates(w->s, &c, &n, &complete);
+    pthread_mutex_lock(&y->mu);
+    y->prefetch_stopped = 0;
+    pthread_mutex_unlock(&y->mu);
     for (;;) {
+        /* an interrupted prefetch returns at once until the next text: stop on whatever interrupted it */
         pthread_mutex_lock(&y->mu);
-        int go = y->sub_gen == gen && y->hold == 0;
+        int go = y->sub_gen == gen && y->hold == 0 && !y->stop && !y->prefetch_stopped;
         y->prefetching = go;
         pthread_mutex_unlock(&y->mu);
         double left = end - laya_now_ms();
@@ -289,7 +294,10 @@ static void hold_begin(laya_worker *w) {
     wsync *y = w->y;
     pthread_mutex_lock(&y->mu);
     y->hold++;
-    if (y->prefetching) laya_session_interrupt(w->s);
+    if (y->prefetching) {
+        laya_session_interrupt(w->s);
+        y->prefetch_stopped = 1;
+    }
     while (y->busy && y->in_session) pthread_cond_wait(&y->idle_cv, &y->mu);
     pthread_mutex_unlock(&y->mu);
 }
