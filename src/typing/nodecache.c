@@ -18,7 +18,7 @@ uint64_t nc_key_mix(uint64_t h, laya_token t) {
     return h ^ (h >> 31);
 }
 
-/* An entry used by the step now running, for what nc_cur says. */
+/* An entry used by the step now running, for what nc.cur says. */
 void nc_touch(laya_session *s, int32_t e) {
     s->nc.stamp[e] = s->nc.clock;
     if (s->nc.pri[e] < s->nc.cur) s->nc.pri[e] = s->nc.cur;
@@ -30,6 +30,7 @@ int32_t nc_find(const laya_session *s, uint64_t key, int32_t n) {
     return -1;
 }
 
+/* The summary of a row of logits (nodecache.h: nsum). */
 static void nsum_fill(laya_session *s, const float *l, nsum *o) {
     const int32_t nv = s->n_vocab;
     float mx = -INFINITY;

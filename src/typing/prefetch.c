@@ -17,7 +17,7 @@ static void copy_cands(cand_buf *dst, const cand_buf *src) {
     }
 }
 
-void pf_add(laya_session *s, double w, int32_t keep, const char *a, int32_t al, const char *b, int32_t bl) {
+static void pf_add(laya_session *s, double w, int32_t keep, const char *a, int32_t al, const char *b, int32_t bl) {
     if (!(w > 0) || al + bl <= 0 || al + bl > LAYA_CANDIDATE_MAX_BYTES + 4) return;
     for (int32_t i = 0; i < s->pf.n; i++) {
         pf_guess *g = &s->pf.g[i];
@@ -51,7 +51,7 @@ static int cmp_pf(const void *a, const void *b) {
 /* The texts the caller is likeliest to send next, from the decision just made (its finished candidates,
  * best first): each shown candidate taken (then a space, in text mode), the next character typed (the
  * candidates' mass by the character that follows what was typed), and the word ended as typed. */
-void pf_plan(laya_session *s) {
+static void pf_plan(laya_session *s) {
     s->pf.n = 0;
     s->pf.i = 0;
     if (s->sh.no_cands || s->sl.n_ptok == 0) return;

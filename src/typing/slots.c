@@ -83,7 +83,7 @@ laya_status sl_sync_prompt(laya_session *s) {
     int32_t e = nc_find(s, s->sl.p_key, nP);
     if (e >= 0) {
         /* Known logits: a decision that finds all its hypotheses in the node cache needs nothing more, so
-         * the rest of the prompt's KV waits for a decode step that needs it (prompt_kv). */
+         * the rest of the prompt's KV waits for a decode step that needs it (sl_prompt_kv). */
         memcpy(s->sl.pre_logits, s->nc.logits + (size_t)e * (size_t)s->n_vocab, (size_t)s->n_vocab * sizeof(float));
         s->nc.clock++;
         nc_touch(s, e);

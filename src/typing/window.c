@@ -5,7 +5,7 @@
 #include "typing/normalize.h"
 #include "typing/textclass.h"
 
-/* Where the model's view of a text of n bytes begins, before window_start's move to a word start: in
+/* Where the model's view of a text of n bytes begins, before tw_start's move to a word start: in
  * steps of max_text / 2, so that typing keeps the cache. Prefetch's guesses that keep this step are the
  * ones whose prompt can be the one the caller's text will give. */
 size_t tw_step_cut(size_t n, size_t max_text) {
@@ -37,8 +37,10 @@ static laya_status tokenize_into(laya_session *s, const char *t, size_t n, int32
     return tw_tokenize(s, t, n, s->sl.ptok, k);
 }
 
+/* The text (the caller's window, or a guess of prefetch's) into norm, the shape of the decision, and the
+ * prompt's tokens; what is decoded waits for the decision (prompt_dirty), inside its deadline. */
 laya_status tw_set_text(laya_session *s, const char *before, size_t before_len, const char *after,
-                            size_t after_len) {
+                        size_t after_len) {
     size_t mt = (size_t)s->p.max_text;
     size_t cut = tw_start(before, 0, before_len, mt);
     s->st.truncated = cut > 0;
