@@ -339,14 +339,14 @@ LAYA_API const char *laya_cpu_backend(void);
 
 /* ---------------------------------------------------------------------------------------------------
  * Typing sessions: the per-keystroke decision. One session per text field, on a shared model; a session
- * belongs to one thread at a time (the asynchronous form runs its decisions on the session's own worker).
- * Sessions may be created from any threads at once: the tables every session of a model needs (the
- * known-word list of typo decisions, the sorted token table of constrained decoding) are built by the
- * model's first session, under a lock of the model's, and shared by the later ones (which are then
- * cheaper to create: 2.4 ms against 4.9 without warm-up for the default model); they are freed with the
- * model, which must outlive its sessions.
- * All memory is allocated by laya_session_create: set_text, suggest, accept, submit and poll never call
- * the allocator (the user dictionary's file writes in accept are the one exception: they allocate).
+ * belongs to one thread at a time (laya_worker, below, runs one on a thread of its own). Sessions may be
+ * created from any threads at once. The tables every session of a model needs (the known-word list of typo
+ * decisions, the sorted token table of constrained decoding) are a laya_resources object: build it once
+ * and pass it in params.resources to share it (and make sessions cheaper to create); a session without one
+ * builds its own. The model must outlive its sessions.
+ * All memory is allocated by laya_session_create (laya_worker_create): set_text, suggest, accept, submit
+ * and poll never call the allocator (the user dictionary's file writes in accept are the one exception:
+ * they allocate).
  *
  * On every change the caller passes the text before and after the cursor. The session normalizes it for
  * the model (switchable, see LAYA_NORM_*), tokenizes it, keeps the longest common token prefix already in
@@ -384,6 +384,7 @@ LAYA_API const char *laya_cpu_backend(void);
  * `laya eval --fit-calibration`; stored in GGUF metadata "laya.calibration.prob"/"laya.calibration.hit"
  * or set with laya_session_set_calibration; identity when absent). See docs/EVALUATION.md. */
 typedef struct laya_session laya_session;
+typedef struct laya_resources laya_resources;
 
 typedef enum laya_mode { LAYA_MODE_TEXT = 0, LAYA_MODE_CODE = 1, LAYA_MODE_SHELL = 2 } laya_mode;
 typedef enum laya_kind { LAYA_KIND_COMPLETE = 0, LAYA_KIND_NEXT = 1, LAYA_KIND_CORRECT = 2 } laya_kind;
@@ -405,34 +406,35 @@ typedef struct laya_session_params {
                                after the cursor is cut to max_text / 4 */
     double deadline_ms;     /* a decision (the prompt's new tokens included) returns what it has this long
                                after it started: a step that would not fit shrinks to the likeliest
-                               hypotheses that do; 0: no deadline. With prefetch, 4 ms cost 0.6 points of
-                               keystroke savings (docs/EVALUATION.md) */
+                               hypotheses that do; 0: no deadline. What a deadline costs in keystroke
+                               savings: docs/EVALUATION.md */
     int32_t sensitive;      /* 1: never learn, never store, never log (passwords, PINs, private fields) */
     uint32_t normalize;     /* LAYA_NORM_* bits, or LAYA_NORM_MODE_DEFAULT */
     int32_t warmup;         /* 1 (default): run a decision at create so the first keystroke is not slower */
-    int32_t async;          /* 1: start a worker thread for laya_session_submit/poll (default 0) */
+    const laya_resources *resources; /* shared typing resources (laya_resources_create) of the same model, or
+                               NULL: the session builds its own */
     float min_prob;         /* candidates (and partial hypotheses) below this probability are dropped early,
                                saving decode steps (default 0: keep all; the beam already stops hypotheses
                                that cannot reach the k best, and a long word's first candidates are often
-                               rare: 0.001 cost 4 points of keystroke savings) */
+                               rare, so a floor costs keystroke savings) */
     int32_t focused_output; /* 1: a constrained step after the first computes only the allowed tokens' logits
                                (laya_get_logits_subset: faster) and renormalizes over them; 0 (default): full
                                logits and the model's own probability (see prob below) */
     int32_t beam;           /* hypotheses kept per step (sequence slots), 1..LAYA_MAX_CANDIDATES; 0 (default):
                                max(n_candidates, 8). Wider finds more multi-token words, at a cost per step */
-    double prefetch_ms;     /* async: after each decision the worker spends up to this long deciding the likeliest
-                               next texts (see laya_session_prefetch) until the next submit (default 40; 0: off) */
+    double prefetch_ms;     /* laya_worker: after each decision the worker spends up to this long deciding the
+                               likeliest next texts (laya_session_prefetch) until the next submit (default 40;
+                               0: off) */
     const char *user_dict;  /* path of the user dictionary file (boosts, learning), or NULL; copied */
     int32_t doc_cache_bytes;/* text mode: the words of this many bytes of the text before the cursor (all of
                                it that set_text is given, not just max_text) are a cache model mixed with the
                                model's candidates, so that the names and words a document keeps using come up;
-                               a word used 3 times there is not corrected. Held in memory only (2.3 MB at the
-                               default), a function of the text alone, off for a sensitive session; costs a few
-                               microseconds per keystroke. Default 65536; 0: off; else 256..4 MiB */
+                               a word used 3 times there is not corrected. Held in memory only (a few MB at
+                               the default), a function of the text alone, off for a sensitive session.
+                               Default 65536; 0: off; else 256..4 MiB */
     int32_t kv_type;        /* LAYA_KV_F16 (default) or LAYA_KV_F32: the session's KV cache (laya_context_params);
-                               F16 halves its memory (25 MiB less at the defaults with the bundled model) and
-                               left keystroke savings and next-word accuracy as they were
-                               (docs/PERFORMANCE-LOG.md, tenth session) */
+                               F16 halves its memory and leaves keystroke savings and next-word accuracy as
+                               they are (docs/PERFORMANCE-LOG.md) */
 } laya_session_params;
 
 typedef struct laya_candidate {
@@ -452,9 +454,9 @@ typedef struct laya_session_stats {
     int32_t n_computed;     /* prompt tokens decoded by the last set_text */
     int32_t n_decoded;      /* candidate tokens decoded by the last decision */
     int32_t n_steps;        /* decode calls of the last decision */
-    int32_t deadline_hit;   /* 1: the last decision stopped at its deadline (or was cancelled) */
+    int32_t deadline_hit;   /* 1: the last decision stopped at its deadline (or was interrupted) */
     int32_t truncated;      /* 1: the last text was longer than max_text and was cut */
-    double last_ms;         /* wall time of the last decision (set_text + suggest for submit) */
+    double last_ms;         /* wall time of the last decision (set_text + suggest for a worker's submit) */
 } laya_session_stats;
 
 LAYA_API laya_session_params laya_session_default_params(void);
@@ -480,7 +482,7 @@ LAYA_API laya_status laya_session_set_context(laya_session *s, const char *text,
  * valid until the next call on this session. */
 LAYA_API laya_status laya_session_suggest(laya_session *s, const laya_candidate **out, int32_t *n);
 
-/* The user took candidate i of the last decision (of the last poll in the asynchronous form): learned into
+/* The user took candidate i of the last decision (laya_worker_accept: of the last poll): learned into
  * the user dictionary (unless sensitive). The caller then passes the new text with set_text as usual; a
  * synchronous session has already computed the prompt of the likely new text (the candidate in place, then
  * a space), so that keystroke costs no prompt tokens. */
@@ -503,7 +505,7 @@ LAYA_API laya_status laya_session_learn(laya_session *s, const char *text, size_
  * the budget (one step: a few milliseconds with the default model); *n_done is how many guesses were
  * finished and *n_left how many are left (0: the plan is done; either may be NULL). Call it again to go
  * on with the same plan, e.g. in slices of 5 ms while no key comes; set_text starts a new one. Allocates
- * nothing. Synchronous sessions only: an asynchronous one does this on its worker (params.prefetch_ms). */
+ * nothing. A laya_worker does this on its thread between submits (params.prefetch_ms). */
 LAYA_API laya_status laya_session_prefetch(laya_session *s, double budget_ms, int32_t *n_done, int32_t *n_left);
 
 /* Replace the calibration map: n points (x[i] increasing, y[i] non-decreasing, all in [0, 1]), 2..64;
@@ -512,20 +514,71 @@ LAYA_API laya_status laya_session_set_calibration(laya_session *s, const float *
 
 LAYA_API void laya_session_get_stats(const laya_session *s, laya_session_stats *out);
 
-/* Asynchronous form (params.async = 1). submit copies the text and returns at once; the worker runs
- * set_text + suggest. A newer submit cancels the pending decision (it returns early, and its result is
- * dropped). The callback, if any, runs on the worker thread with the candidates (valid during the call
- * only); poll reports *ready = 1 with the result of the newest submit once it is done (valid until the
- * next submit or poll). A decision its deadline cut short is finished in the idle time after it
- * (params.prefetch_ms > 0): then the callback runs a second time for the same submit with the full
- * candidates, and poll reports those from then on (unless a newer submit came first). While a decision may
- * be running only submit, poll, cancel and free may be called. */
+/* Stop the decision running on this session (from any thread): it returns at its next decode step with what
+ * it has, as at a deadline (stats.deadline_hit = 1). A flag, not a queue: it stays set until the next
+ * laya_session_set_text (or set_text_tail), so suggest and prefetch called before then return at once, and an
+ * interrupt that comes between two calls still stops the second. A session once interrupted decodes a long
+ * prompt in smaller pieces from then on, so that later interrupts land sooner. In the spirit of
+ * sqlite3_interrupt: the one session call that is safe while another thread is inside the session. */
+LAYA_API void laya_session_interrupt(laya_session *s);
+
+/* For a caller that keeps only the end of a long text (a worker's copy of a submit): laya_session_set_text
+ * with the text before the cursor given as its last tail_len bytes, of before_len bytes in all. tail_len is
+ * all of it or at least laya_session_tail_bytes(s) (else LAYA_ERR_INVALID_ARG); the decision is the one
+ * the whole text gives. */
+LAYA_API laya_status laya_session_set_text_tail(laya_session *s, const char *tail, size_t tail_len,
+                                                size_t before_len, const char *after, size_t after_len);
+/* How many bytes of the end of the text before the cursor the session reads (max_text, or the document
+ * cache's window and the word being typed when that is longer). Fixed at create. */
+LAYA_API size_t laya_session_tail_bytes(const laya_session *s);
+
+/* The candidates of the last decision on the current text (none after a set_text until the next suggest):
+ * what suggest returned, or, where its deadline cut it short and a later laya_session_prefetch finished it,
+ * the full candidates. *complete (may be NULL) is 1 when the decision ran to its end. Valid until the next
+ * call on this session. How a worker delivers a decision a second time, refined. */
+LAYA_API laya_status laya_session_candidates(const laya_session *s, const laya_candidate **out, int32_t *n,
+                                             int *complete);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Typing resources: what the typing layer derives from a model once and every session of it shares (the
+ * sorted table of token strings behind constrained decoding, the known-word list of typo decisions).
+ * Immutable once built; any number of threads and sessions may use one at once. The model must outlive it,
+ * and it must outlive the sessions made with it. */
+/* Build the typing resources of a loaded model (not vocab_only). On failure *out is NULL and err holds a
+ * message. */
+LAYA_API laya_status laya_resources_create(const laya_model *m, laya_resources **out, char *err, size_t errlen);
+LAYA_API void laya_resources_free(laya_resources *r);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Workers: the asynchronous form, a layer on the calls above. A worker owns one session and one thread;
+ * submit copies the text and returns at once, and the thread runs set_text + suggest. A newer submit
+ * interrupts the pending decision (laya_session_interrupt: it returns early and its result is dropped).
+ * The callback, if any, runs on the worker thread with the candidates (valid during the call only); poll
+ * reports *ready = 1 with the result of the newest submit once it is done (valid until the next submit
+ * or poll on this worker). Between decisions the thread spends up to params.prefetch_ms on
+ * laya_session_prefetch; a decision its deadline cut short is finished in that idle time: then the
+ * callback runs a second time for the same submit with the full candidates, and poll reports those from
+ * then on (unless a newer submit came first). Every worker call may be made from any thread. */
+typedef struct laya_worker laya_worker;
 typedef void (*laya_suggest_cb)(void *user, const laya_candidate *cands, int32_t n);
-LAYA_API laya_status laya_session_submit(laya_session *s, const char *before, size_t before_len,
-                                         const char *after, size_t after_len, laya_suggest_cb cb, void *user);
-LAYA_API laya_status laya_session_poll(laya_session *s, int *ready, const laya_candidate **out, int32_t *n);
-/* Cancel the pending decision and wait until the worker is idle. */
-LAYA_API void laya_session_cancel(laya_session *s);
+
+/* Create a session as laya_session_create does and a thread that owns it. */
+LAYA_API laya_status laya_worker_create(const laya_model *m, laya_session_params params, laya_worker **out,
+                                        char *err, size_t errlen);
+/* Stop the thread (interrupting what it runs) and free the session. NULL is a no-op. */
+LAYA_API void laya_worker_free(laya_worker *w);
+LAYA_API laya_status laya_worker_submit(laya_worker *w, const char *before, size_t before_len, const char *after,
+                                        size_t after_len, laya_suggest_cb cb, void *user);
+LAYA_API laya_status laya_worker_poll(laya_worker *w, int *ready, const laya_candidate **out, int32_t *n);
+/* Interrupt the pending decision and wait until the thread is idle. */
+LAYA_API void laya_worker_cancel(laya_worker *w);
+/* The session calls that change what it knows, run between decisions (each interrupts prefetch and waits
+ * for the thread to be idle): accept refers to the candidates of the last poll. */
+LAYA_API laya_status laya_worker_accept(laya_worker *w, int32_t i);
+LAYA_API laya_status laya_worker_learn(laya_worker *w, const char *text, size_t len);
+LAYA_API laya_status laya_worker_set_context(laya_worker *w, const char *text, size_t len);
+LAYA_API void laya_worker_get_stats(const laya_worker *w, laya_session_stats *out);
+LAYA_API const char *laya_worker_error(const laya_worker *w);
 
 #ifdef __cplusplus
 }

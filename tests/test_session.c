@@ -13,6 +13,7 @@
 #include "alloc_hooks.h"
 #include "check.h"
 #include "laya.h"
+#include "base/common.h"
 #include "base/unicode.h"
 #include "typing/userdict.h"
 
@@ -473,10 +474,8 @@ static void test_no_alloc(const laya_model *m) {
                                         "x\xc3", "The GNU General Public License is a free", "The GNU Gen",
                                         "\xE6\x88\x91\xE4\xBB\xAC", huge};
     char buf[2048];
-    laya_session_params ap = laya_session_default_params();
-    ap.async = 1;
-    laya_session *as = NULL;
-    CHECK(laya_session_create(m, ap, &as, NULL, 0) == LAYA_OK, "async create");
+    laya_worker *as = NULL;
+    CHECK(laya_worker_create(m, laya_session_default_params(), &as, NULL, 0) == LAYA_OK, "worker create");
     ta_install(0);
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
         decide(s, texts[i], texts[i], buf, sizeof buf, NULL);
@@ -486,9 +485,9 @@ static void test_no_alloc(const laya_model *m) {
             int ready = 0;
             const laya_candidate *c;
             int32_t nc;
-            laya_session_submit(as, texts[i], strlen(texts[i]), NULL, 0, NULL, NULL);
+            laya_worker_submit(as, texts[i], strlen(texts[i]), NULL, 0, NULL, NULL);
             for (int spin = 0; spin < 1000000 && !ready; spin++) {
-                laya_session_poll(as, &ready, &c, &nc);
+                laya_worker_poll(as, &ready, &c, &nc);
                 if (!ready) usleep(50);
             }
         }
@@ -498,7 +497,7 @@ static void test_no_alloc(const laya_model *m) {
     CHECK(n == 0, "%ld allocations on the keystroke path", n);
     laya_session_free(s);
     laya_session_free(code);
-    laya_session_free(as);
+    laya_worker_free(as);
 
     /* out-of-memory during create: every failure point gives NOMEM and leaks nothing. One thread: the
      * pool's workers would free their start arguments concurrently with the (unsynchronized) counters. */
@@ -513,29 +512,21 @@ static void test_no_alloc(const laya_model *m) {
     m = m1;
     laya_session_params p = laya_session_default_params();
     p.warmup = 0;
-    /* The model's shared word list, built by its first text session, is freed with the model: on a second
-     * model every failure point of a first create gives NOMEM, and whatever stays with the model is
-     * released by laya_model_free (all counted from before the load). */
-    {
-        long bal = 0;
-        laya_model *m2 = NULL;
-        ta_install(0);
-        CHECK(laya_model_load(path, mp, &m2, NULL, 0) == LAYA_OK, "load a second model");
-        bal += ta_live;
+    /* Typing resources: every failure point gives NOMEM and leaks nothing; then sessions on them. */
+    laya_resources *r = NULL;
+    for (long fail = 1; fail < 4000 && !r; fail++) {
+        ta_install(fail);
+        laya_status st = laya_resources_create(m, &r, NULL, 0);
+        long live = ta_live;
         laya_set_alloc_hooks(NULL);
-        if (m2) bal += oom_creates(m2, p, 0);
-        ta_install(0);
-        laya_model_free(m2);
-        bal += ta_live;
-        laya_set_alloc_hooks(NULL);
-        CHECK(bal == 0, "model and first session: %ld allocations not freed", bal);
+        if (st == LAYA_OK) break;
+        CHECK(st == LAYA_ERR_NOMEM && !r && live == 0, "resources, fail at %ld: status %d, %ld live", fail, st, live);
     }
-    {
-        laya_session *t = NULL; /* the shared list now exists: the loop below is the session's own */
-        CHECK(laya_session_create(m, p, &t, NULL, 0) == LAYA_OK, "create");
-        laya_session_free(t);
-    }
+    CHECK(r != NULL, "resources never built");
+    oom_creates(m, p, 1); /* a session that builds its own */
+    p.resources = r;
     oom_creates(m, p, 1);
+    laya_resources_free(r);
     laya_model_free(m1);
 }
 
@@ -655,23 +646,23 @@ static void test_doc_cache(const laya_model *m) {
         CHECK(has_text(c, k, "Zorvath", LAYA_KIND_NEXT) == (mode == 0), "mode %d: the word after Captain: %s", mode, buf);
         laya_session_free(s);
     }
-    /* asynchronous: the submit copies enough of the text for the cache */
+    /* a worker: the submit copies enough of the text for the cache */
     laya_session_params p = laya_session_default_params();
-    p.async = 1;
-    laya_session *s = NULL;
-    CHECK(laya_session_create(m, p, &s, NULL, 0) == LAYA_OK, "create async");
-    if (s) {
+    laya_worker *w = NULL;
+    CHECK(laya_worker_create(m, p, &w, NULL, 0) == LAYA_OK, "create worker");
+    if (w) {
         snprintf(text + body, sizeof text - body, "Then Zor");
-        CHECK(laya_session_submit(s, text, strlen(text), NULL, 0, NULL, NULL) == LAYA_OK, "submit");
+        CHECK(laya_worker_submit(w, text, strlen(text), NULL, 0, NULL, NULL) == LAYA_OK, "submit");
         int ready = 0;
         int32_t k = 0;
         for (int i = 0; i < 20000 && !ready; i++) {
-            laya_session_poll(s, &ready, &c, &k);
+            laya_worker_poll(w, &ready, &c, &k);
             if (!ready) usleep(500);
         }
-        CHECK(ready && has_text(c, k, "Zorvath", LAYA_KIND_COMPLETE), "async: name not offered (ready %d)", ready);
-        laya_session_free(s);
+        CHECK(ready && has_text(c, k, "Zorvath", LAYA_KIND_COMPLETE), "worker: name not offered (ready %d)", ready);
+        laya_worker_free(w);
     }
+    laya_session *s = NULL;
     /* a slip the model corrects is left alone once the document has it three times */
     laya_session *on = make(m, LAYA_MODE_TEXT, 5);
     p = laya_session_default_params();
@@ -722,18 +713,18 @@ static void on_result(void *user, const laya_candidate *c, int32_t n) {
 
 static void test_async(const laya_model *m) {
     laya_session_params p = laya_session_default_params();
-    p.async = 1;
-    laya_session *s = NULL, *ref = make(m, LAYA_MODE_TEXT, 5);
-    CHECK(laya_session_create(m, p, &s, NULL, 0) == LAYA_OK && s, "async create");
+    laya_worker *s = NULL;
+    laya_session *ref = make(m, LAYA_MODE_TEXT, 5);
+    CHECK(laya_worker_create(m, p, &s, NULL, 0) == LAYA_OK && s, "worker create");
     if (!s || !ref) return;
     static const char *const keys[] = {"the G", "the GN", "the GNU Gen", "the GNU General Pub", "the GNU General Public Lic"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        CHECK(laya_session_submit(s, keys[i], strlen(keys[i]), NULL, 0, on_result, NULL) == LAYA_OK, "submit");
+        CHECK(laya_worker_submit(s, keys[i], strlen(keys[i]), NULL, 0, on_result, NULL) == LAYA_OK, "submit");
     int ready = 0;
     const laya_candidate *c = NULL;
     int32_t n = 0;
     for (int spin = 0; spin < 2000000 && !ready; spin++) {
-        laya_session_poll(s, &ready, &c, &n);
+        laya_worker_poll(s, &ready, &c, &n);
         if (!ready) usleep(100);
     }
     CHECK(ready, "async result never came");
@@ -742,15 +733,132 @@ static void test_async(const laya_model *m) {
     int nr = decide(ref, keys[4], NULL, b, sizeof b, &rc);
     CHECK(ready && n == nr && (n == 0 || !strcmp(c[0].text, rc[0].text)), "async result differs from sync");
     CHECK(cb_calls >= 1 && nr > 0 && !strcmp(cb_text, rc[0].text), "callback: %d calls, '%s'", cb_calls, cb_text);
+    CHECK(laya_worker_accept(s, 0) == LAYA_OK, "accept: %s", laya_worker_error(s));
+    CHECK(laya_worker_accept(s, n) == LAYA_ERR_INVALID_ARG, "accept past the candidates");
+    laya_session_stats st;
+    laya_worker_get_stats(s, &st);
+    CHECK(st.n_prompt > 0 && st.last_ms > 0, "worker stats: %d prompt tokens, %g ms", st.n_prompt, st.last_ms);
     /* cancel: the worker goes idle, poll reports nothing pending */
-    laya_session_submit(s, "the GNU", 7, NULL, 0, NULL, NULL);
-    laya_session_cancel(s);
-    laya_session_poll(s, &ready, &c, &n);
+    laya_worker_submit(s, "the GNU", 7, NULL, 0, NULL, NULL);
+    laya_worker_cancel(s);
+    laya_worker_poll(s, &ready, &c, &n);
     CHECK(!ready, "a cancelled decision reported ready");
-    laya_session_free(s); /* with the worker idle */
-    CHECK(laya_session_create(m, p, &s, NULL, 0) == LAYA_OK, "async create 2");
-    laya_session_submit(s, "the GNU", 7, NULL, 0, NULL, NULL);
-    laya_session_free(s); /* with a decision maybe running */
+    laya_worker_free(s); /* with the worker idle */
+    CHECK(laya_worker_create(m, p, &s, NULL, 0) == LAYA_OK, "worker create 2");
+    laya_worker_submit(s, "the GNU", 7, NULL, 0, NULL, NULL);
+    laya_worker_free(s); /* with a decision maybe running */
+    laya_session_free(ref);
+}
+
+/* interrupt (from another thread) stops a long decision at its next step, with deadline_hit set; the next
+ * set_text clears it */
+typedef struct intr_arg {
+    laya_session *s;
+    laya_status st;
+    int32_t n;
+    double ms;
+} intr_arg;
+
+static void *intr_decide(void *v) {
+    intr_arg *a = v;
+    const laya_candidate *c;
+    double t0 = laya_now_ms();
+    a->st = laya_session_suggest(a->s, &c, &a->n);
+    a->ms = laya_now_ms() - t0;
+    return NULL;
+}
+
+static void test_interrupt(const laya_model *m) {
+    laya_session_params p = laya_session_default_params();
+    p.max_tokens = 32;
+    p.beam = LAYA_MAX_CANDIDATES;
+    p.n_candidates = LAYA_MAX_CANDIDATES;
+    p.doc_cache_bytes = 0;
+    p.warmup = 0;
+    p.mode = LAYA_MODE_CODE; /* a block may go on for its 32 tokens: a long decision */
+    laya_session *s = NULL;
+    CHECK(laya_session_create(m, p, &s, NULL, 0) == LAYA_OK, "create");
+    if (!s) return;
+    static const char text[] = "int main(void) {\n    for (int i = 0; i < n; i++) {\n";
+    /* the whole decision, for scale */
+    laya_session_set_text(s, text, strlen(text), NULL, 0);
+    intr_arg full = {s, LAYA_OK, 0, 0};
+    intr_decide(&full);
+    laya_session_stats st;
+    laya_session_get_stats(s, &st);
+    int full_steps = st.n_steps;
+    /* interrupted before it starts: returns at its first check (a text not decided before: a decision whose
+     * every step is in the node cache decodes nothing and has nothing to stop) */
+    static const char other[] = "int main(void) {\n    while (k < n) {\n";
+    laya_session_set_text(s, other, strlen(other), NULL, 0);
+    laya_session_interrupt(s);
+    intr_arg a = {s, LAYA_ERR_INVALID_ARG, -1, 0};
+    intr_decide(&a);
+    laya_session_get_stats(s, &st);
+    CHECK(a.st == LAYA_OK && st.deadline_hit == 1, "interrupted decision: status %d, deadline_hit %d", a.st,
+          st.deadline_hit);
+    CHECK(full_steps > 2 && st.n_steps < full_steps, "interrupted: %d steps of %d", st.n_steps, full_steps);
+    /* from another thread, while it runs */
+    static const char third[] = "static int f(int x) {\n    if (x > 0) {\n";
+    laya_session_set_text(s, third, strlen(third), NULL, 0);
+    pthread_t th;
+    if (pthread_create(&th, NULL, intr_decide, &a) == 0) {
+        usleep(200);
+        laya_session_interrupt(s);
+        pthread_join(th, NULL);
+        CHECK(a.st == LAYA_OK, "interrupted from another thread: status %d", a.st);
+    }
+    /* set_text clears it: the next decision runs to its end */
+    laya_session_set_text(s, text, strlen(text), NULL, 0);
+    intr_decide(&a);
+    laya_session_get_stats(s, &st);
+    CHECK(a.st == LAYA_OK && st.deadline_hit == 0 && a.n == full.n, "after set_text: hit %d, %d of %d candidates",
+          st.deadline_hit, a.n, full.n);
+    laya_session_interrupt(NULL); /* a no-op */
+    laya_session_free(s);
+}
+
+/* a newer submit interrupts the older decision: its callback never runs, and poll reports the newer */
+static _Atomic int nw_calls;
+static char nw_text[256];
+static void on_newer(void *user, const laya_candidate *c, int32_t n) {
+    atomic_fetch_add(&nw_calls, 1);
+    if (user) snprintf(nw_text, sizeof nw_text, "%s", n ? c[0].text : "");
+}
+
+static void test_worker_newer(const laya_model *m) {
+    laya_session_params p = laya_session_default_params();
+    p.max_tokens = 32;
+    p.beam = LAYA_MAX_CANDIDATES;
+    p.mode = LAYA_MODE_CODE;
+    p.prefetch_ms = 0;
+    laya_worker *w = NULL;
+    laya_session *ref = NULL;
+    CHECK(laya_worker_create(m, p, &w, NULL, 0) == LAYA_OK && laya_session_create(m, p, &ref, NULL, 0) == LAYA_OK,
+          "create");
+    if (!w || !ref) return;
+    static const char slow[] = "int main(void) {\n    for (int i = 0; i < n; i++) {\n", fast[] = "the GNU Gen";
+    int cut = 0;
+    for (int round = 0; round < 20 && !cut; round++) {
+        atomic_store(&nw_calls, 0);
+        laya_worker_submit(w, slow, strlen(slow), NULL, 0, on_newer, NULL); /* user NULL: the older */
+        usleep(300);
+        laya_worker_submit(w, fast, strlen(fast), NULL, 0, on_newer, (void *)1);
+        int ready = 0;
+        const laya_candidate *c;
+        int32_t n;
+        for (int spin = 0; spin < 200000 && !ready; spin++) {
+            laya_worker_poll(w, &ready, &c, &n);
+            if (!ready) usleep(100);
+        }
+        char b[2048];
+        const laya_candidate *rc;
+        int nr = decide(ref, fast, NULL, b, sizeof b, &rc);
+        CHECK(ready && n == nr && (n == 0 || !strcmp(c[0].text, rc[0].text)), "poll after a newer submit");
+        cut = atomic_load(&nw_calls) == 1; /* the older one was stopped before its callback */
+    }
+    CHECK(cut, "a newer submit never interrupted the older decision");
+    laya_worker_free(w);
     laya_session_free(ref);
 }
 
@@ -767,14 +875,14 @@ static void on_refined(void *user, const laya_candidate *c, int32_t n) {
 
 static void test_async_refined(const laya_model *m) {
     laya_session_params p = laya_session_default_params();
-    p.async = 1;
     p.deadline_ms = 1e-6; /* every decision is cut short at once */
     p.prefetch_ms = 1e5;  /* and the idle time finishes it */
-    laya_session *s = NULL, *ref = make(m, LAYA_MODE_TEXT, 5);
-    CHECK(laya_session_create(m, p, &s, NULL, 0) == LAYA_OK && s, "async create");
+    laya_worker *s = NULL;
+    laya_session *ref = make(m, LAYA_MODE_TEXT, 5);
+    CHECK(laya_worker_create(m, p, &s, NULL, 0) == LAYA_OK && s, "worker create");
     if (!s || !ref) return;
     static const char key[] = "the GNU General Public Lic";
-    CHECK(laya_session_submit(s, key, strlen(key), NULL, 0, on_refined, NULL) == LAYA_OK, "submit");
+    CHECK(laya_worker_submit(s, key, strlen(key), NULL, 0, on_refined, NULL) == LAYA_OK, "submit");
     for (int spin = 0; spin < 200000 && atomic_load(&rf_calls) < 2; spin++) usleep(100);
     char b[2048];
     const laya_candidate *rc;
@@ -786,10 +894,10 @@ static void test_async_refined(const laya_model *m) {
     int ready = 0;
     const laya_candidate *c = NULL;
     int32_t n = 0;
-    laya_session_poll(s, &ready, &c, &n);
+    laya_worker_poll(s, &ready, &c, &n);
     CHECK(ready && n == nr && !strcmp(c[0].text, rc[0].text), "poll after the refined callback: %d, %d of %d",
           ready, n, nr);
-    laya_session_free(s);
+    laya_worker_free(s);
     laya_session_free(ref);
 }
 
@@ -889,20 +997,15 @@ static void test_prefetch(const laya_model *m) {
     int32_t done = -1;
     CHECK(f && laya_session_prefetch(f, 10, &done, NULL) == LAYA_OK, "prefetch on a new session");
     laya_session_free(f);
-    laya_session_params ap = laya_session_default_params();
-    ap.async = 1;
-    laya_session *as = NULL;
-    CHECK(laya_session_create(m, ap, &as, NULL, 0) == LAYA_OK, "async create");
-    CHECK(laya_session_prefetch(as, 10, NULL, NULL) == LAYA_ERR_INVALID_ARG, "prefetch on an async session");
-    laya_session_free(as);
     laya_session_free(a);
     laya_session_free(b);
 }
 
-/* Sessions created at once from several threads on a fresh model: the model's shared tables (word list,
- * token table) are built once under its lock, and every session decides the same. */
+/* Sessions created at once from several threads, some on shared typing resources and some building their
+ * own: every session decides the same. */
 typedef struct par_arg {
     const laya_model *m;
+    const laya_resources *res;
     char out[1024];
     laya_status st;
 } par_arg;
@@ -911,6 +1014,7 @@ static void *par_create(void *arg) {
     par_arg *a = arg;
     laya_session_params p = laya_session_default_params();
     p.warmup = 0;
+    p.resources = a->res;
     laya_session *s = NULL;
     a->st = laya_session_create(a->m, p, &s, NULL, 0);
     if (a->st == LAYA_OK) {
@@ -936,12 +1040,15 @@ static void test_parallel_create(const char *file) {
     laya_model *m = NULL;
     CHECK(laya_model_load(path, laya_model_default_params(), &m, NULL, 0) == LAYA_OK, "load %s", path);
     if (!m) return;
+    laya_resources *res = NULL;
+    CHECK(laya_resources_create(m, &res, NULL, 0) == LAYA_OK, "resources");
     enum { NT = 4 };
     par_arg a[NT];
     pthread_t th[NT];
     int started[NT];
     for (int i = 0; i < NT; i++) {
         a[i].m = m;
+        a[i].res = i % 2 ? res : NULL; /* shared by some, built by the others: the same decisions */
         a[i].out[0] = 0;
         a[i].st = LAYA_ERR_INVALID_ARG;
         started[i] = pthread_create(&th[i], NULL, par_create, &a[i]) == 0;
@@ -953,6 +1060,7 @@ static void test_parallel_create(const char *file) {
         CHECK(!strcmp(a[i].out, a[0].out) && a[0].out[0], "thread %d decided '%s', thread 0 '%s'", i, a[i].out,
               a[0].out);
     }
+    laya_resources_free(res);
     laya_model_free(m);
 }
 
@@ -974,6 +1082,8 @@ int main(void) {
     test_accept_warm(llama);
     test_async(llama);
     test_async_refined(llama);
+    test_interrupt(llama);
+    test_worker_newer(llama);
     test_prefetch_after_cut(llama);
     test_prefetch(llama);
     test_cli();

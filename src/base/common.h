@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "laya.h"
 
@@ -103,5 +104,12 @@ static inline uint16_t f32_to_bf16(float f) {
 
 #define LAYA_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define LAYA_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* The library's clock: monotonic milliseconds (deadlines, step estimates, prefetch budgets). */
+static inline double laya_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
 
 #endif

@@ -19,8 +19,6 @@
 
 #include "kernels/kernels.h"
 #include "io/tokjson.h"
-#include "typing/typo.h"
-#include "typing/vtrie.h"
 
 laya_model_params laya_model_default_params(void) {
     laya_model_params p = {.abi = LAYA_ABI_VERSION};
@@ -562,11 +560,6 @@ laya_status laya_model_load(const char *path, laya_model_params params, laya_mod
     if (err && errlen) err[0] = 0;
     laya_model *m = laya_calloc(1, sizeof *m);
     if (!m) return laya_err(err, errlen, LAYA_ERR_NOMEM, "out of memory");
-    if (pthread_mutex_init(&m->shared_mu, NULL) != 0) {
-        laya_free(m);
-        return laya_err(err, errlen, LAYA_ERR_NOMEM, "cannot create a mutex");
-    }
-    m->shared_mu_ok = 1;
     struct stat sb;
     int is_dir = stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
     laya_status st = is_dir ? open_hf_dir(m, path, params.vocab_only, err, errlen) : open_gguf(m, path, err, errlen);
@@ -616,10 +609,6 @@ void laya_model_free(laya_model *m) {
     gguf_close(m->gf);
     st_close(m->st);
     json_free(m->cfg);
-    ty_list_free(m->typo_base);
-    vt_free(m->vt);
-    laya_free(m->vt);
-    if (m->shared_mu_ok) pthread_mutex_destroy(&m->shared_mu);
     laya_free(m);
 }
 

@@ -101,14 +101,6 @@ struct laya_model {
     pthread_cond_t hold_cv;
     int hold_ok;
     char err[LAYA_ERR_MSG_MAX];
-    /* Built once for all the model's sessions, by the first that needs them (session.c), under shared_mu:
-     * the known words of typo decisions (its word list and whole-word tokens; a session adds its user's
-     * words apart), and the sorted token table of constrained decoding (vtrie.h; 41 ms for a 152k
-     * vocabulary). */
-    pthread_mutex_t shared_mu;
-    int shared_mu_ok;
-    struct ty_list *typo_base;
-    struct vt_table *vt;
 };
 
 #endif

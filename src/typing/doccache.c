@@ -14,6 +14,7 @@
 #include "base/common.h"
 #include "typing/normalize.h"
 #include "base/unicode.h"
+#include "typing/textclass.h"
 
 #define BEFORE 8 /* bytes kept before R0 */
 /* Runs of word characters longer than this (raw bytes) are never a word the cache counts; scans stop
@@ -57,22 +58,6 @@ struct dc_cache {
 
 /* ---- characters ----------------------------------------------------------------------------------- */
 
-static int is_cjk(uint32_t c) {
-    return (c >= 0x3040 && c <= 0x30FF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x4E00 && c <= 0x9FFF) ||
-           (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x20000 && c <= 0x2FFFF);
-}
-
-static int is_wc(uint32_t c) {
-    if (c < 128) return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-    return !is_cjk(c) && (uni_flags(c) & (UNI_L | UNI_N | UNI_CCC)) != 0;
-}
-
-static int is_zw(uint32_t c) { /* the zero-width characters normalization removes */
-    return c == 0x200B || c == 0x200C || c == 0x200D || c == 0x2060 || c == 0xFEFF || c == 0x00AD;
-}
-
-static int is_letter(uint32_t c) { return is_wc(c) && c != '_' && !(c >= '0' && c <= '9'); }
-static int is_apos(uint32_t c) { return c == '\'' || c == 0x2019; }
 static int ends_sentence(unsigned char b) { return b == '.' || b == '!' || b == '?' || b == '\n' || b == '\r'; }
 
 /* Start of the code point that byte i of t[0..n) belongs to (as nz_next reads: an invalid byte alone). */
@@ -96,11 +81,11 @@ static int in_word(const char *t, size_t n, size_t i, size_t *l) {
     size_t j = i;
     uint32_t c = nz_next(t, n, &j);
     *l = j - i;
-    if (is_wc(c) || is_zw(c)) return 1;
-    if (!is_apos(c) || i == 0 || j >= n) return 0;
+    if (tc_is_word_spaced(c) || tc_is_zero_width(c)) return 1;
+    if (!tc_is_apos(c) || i == 0 || j >= n) return 0;
     size_t k = j, p = prev_start(t, n, i);
     uint32_t nx = nz_next(t, n, &k), pv = nz_next(t, n, &p);
-    return is_letter(pv) && is_letter(nx);
+    return tc_is_letter_spaced(pv) && tc_is_letter_spaced(nx);
 }
 
 /* Whether the words around t[a_end..b_start) pair: at most DC_GAP_MAX bytes other than spaces and tabs
@@ -121,16 +106,16 @@ size_t dc_word_start(const char *t, size_t n) {
         size_t j = prev_start(t, n, ws), k = j;
         uint32_t c = nz_next(t, n, &k);
         int ok = in_word(t, n, j, &l);
-        if (!ok && k == n && is_apos(c) && j > 0) { /* "don'": an apostrophe after a letter is being typed on */
+        if (!ok && k == n && tc_is_apos(c) && j > 0) { /* "don'": an apostrophe after a letter is being typed on */
             size_t q = prev_start(t, n, j);
-            ok = is_letter(nz_next(t, n, &q));
+            ok = tc_is_letter_spaced(nz_next(t, n, &q));
         }
         if (!ok) break;
         if (n - j > RUN_MAX) { /* no word is this long: stop inside the run, but after a letter, since an
                                   apostrophe that ends the kept text reads as no part of a word */
             size_t q = j > 0 ? prev_start(t, n, j) : 0;
             k = q;
-            if (j > 0 && is_apos(nz_next(t, n, &k))) j = q;
+            if (j > 0 && tc_is_apos(nz_next(t, n, &k))) j = q;
             return j;
         }
         ws = j;
@@ -212,7 +197,7 @@ static size_t fold(const char *w, size_t n, char *out) {
     for (size_t i = 0; i < n;) {
         size_t j = i;
         uint32_t c = nz_next(w, n, &j);
-        if (is_zw(c)) {
+        if (tc_is_zero_width(c)) {
         } else if (c >= 0xFF01 && c <= 0xFF5E) {
             if (o + 1 > DC_WORD_MAX) return 0;
             out[o++] = (char)(c - 0xFEE0);
@@ -481,7 +466,7 @@ void dc_update(dc_cache *c, const char *t, size_t n, uint64_t base) {
         }
         /* A full table (of words that left the window, mostly) is rebuilt from the kept text: so the
          * contents are a fresh cache's even when a window has more distinct words than the table holds
-         * (it keeps the first ones; text of that kind costs a rebuild per keystroke, 1-3 ms at 64 KiB). */
+         * (it keeps the first ones; text of that kind costs a rebuild per keystroke). */
         if (c->overflow) rebuild(c);
         return;
     }

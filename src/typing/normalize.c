@@ -4,6 +4,7 @@
 
 #include "laya.h"
 #include "base/unicode.h"
+#include "typing/textclass.h"
 
 uint32_t nz_next(const char *s, size_t n, size_t *i) {
     const unsigned char *p = (const unsigned char *)s + *i;
@@ -32,16 +33,12 @@ size_t nz_count_chars(const char *s, size_t n) {
     return c;
 }
 
-static int zero_width(uint32_t c) {
-    return c == 0x200B || c == 0x200C || c == 0x200D || c == 0x2060 || c == 0xFEFF || c == 0x00AD;
-}
-
 size_t nz_normalize(const char *raw, size_t n, uint32_t flags, char *out, uint32_t *map) {
     size_t i = 0, o = 0;
     while (i < n) {
         size_t at = i;
         uint32_t c = nz_next(raw, n, &i);
-        if ((flags & LAYA_NORM_ZERO_WIDTH) && zero_width(c)) continue;
+        if ((flags & LAYA_NORM_ZERO_WIDTH) && tc_is_zero_width(c)) continue;
         if (flags & LAYA_NORM_FULLWIDTH) {
             if (c >= 0xFF01 && c <= 0xFF5E) c -= 0xFEE0;
             else if (c == 0x3000) c = ' ';
