@@ -86,7 +86,7 @@ LAYA_API void laya_set_log(laya_log_fn fn, void *user);
 typedef int32_t laya_token;
 
 /* ---------------------------------------------------------------------------------------------------
- * Models. A model is immutable after load (but for the tables its sessions share, built under its own lock)
+ * Models. A model is immutable after load (what typing derives from it is a laya_resources of its own)
  * and may be shared by any number of threads and contexts: every call on a const laya_model * below is
  * safe from any thread at once.
  * Weights are views into a read-only mmap of the file; nothing sized from file data is allocated before
@@ -398,7 +398,8 @@ typedef enum laya_kind { LAYA_KIND_COMPLETE = 0, LAYA_KIND_NEXT = 1, LAYA_KIND_C
 #define LAYA_CANDIDATE_MAX_BYTES 256 /* longest candidate text, bytes */
 
 typedef struct laya_session_params {
-    int32_t mode;           /* laya_mode */
+    uint32_t abi;           /* LAYA_ABI_VERSION, set by laya_session_default_params; create refuses another */
+    laya_mode mode;         /* text, code or shell */
     int32_t n_candidates;   /* k, 1..LAYA_MAX_CANDIDATES (default 5) */
     int32_t max_tokens;     /* most tokens decoded per candidate, healed ones included (default 5), 1..32 */
     int32_t max_kv_size;    /* positions per sequence slot (default 320) */
@@ -432,7 +433,7 @@ typedef struct laya_session_params {
                                a word used 3 times there is not corrected. Held in memory only (a few MB at
                                the default), a function of the text alone, off for a sensitive session.
                                Default 65536; 0: off; else 256..4 MiB */
-    int32_t kv_type;        /* LAYA_KV_F16 (default) or LAYA_KV_F32: the session's KV cache (laya_context_params);
+    laya_kv_type kv_type;   /* LAYA_KV_F16 (default) or LAYA_KV_F32: the session's KV cache (laya_context_params);
                                F16 halves its memory and leaves keystroke savings and next-word accuracy as
                                they are (docs/PERFORMANCE-LOG.md) */
 } laya_session_params;
@@ -443,7 +444,7 @@ typedef struct laya_candidate {
     int32_t replace;        /* characters (code points; an invalid byte counts one) of the raw text before
                                the cursor that text replaces */
     int32_t replace_bytes;  /* the same, in bytes of the raw text */
-    int32_t kind;           /* laya_kind */
+    laya_kind kind;         /* complete, next or correct */
     float prob;             /* model probability (see above) */
     float confidence;       /* calibrated probability that this is what the user types */
 } laya_candidate;

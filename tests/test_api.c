@@ -65,6 +65,15 @@ static void check_abi(const char *path) {
     cp.kv_type = LAYA_KV_F16;
     CHECK(laya_context_create(m, cp, &c, err, sizeof err) == LAYA_OK && c, "context with the right abi: %s", err);
     laya_context_free(c);
+    laya_session_params sp = laya_session_default_params();
+    CHECK(sp.abi == LAYA_ABI_VERSION, "session default params carry the ABI version");
+    sp.abi = LAYA_ABI_VERSION + 1;
+    laya_session *s = (laya_session *)1;
+    laya_worker *w = (laya_worker *)1;
+    err[0] = 0;
+    CHECK(laya_session_create(m, sp, &s, err, sizeof err) == LAYA_ERR_INVALID_ARG && !s, "session abi mismatch refused");
+    CHECK(strstr(err, "laya_session_default_params") != NULL, "session abi message: %s", err);
+    CHECK(laya_worker_create(m, sp, &w, err, sizeof err) == LAYA_ERR_INVALID_ARG && !w, "worker abi mismatch refused");
     laya_model_free(m);
 }
 

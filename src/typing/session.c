@@ -9,7 +9,8 @@
 #include "typing/textclass.h"
 
 laya_session_params laya_session_default_params(void) {
-    laya_session_params p = {.mode = LAYA_MODE_TEXT,
+    laya_session_params p = {.abi = LAYA_ABI_VERSION,
+                             .mode = LAYA_MODE_TEXT,
                              .n_candidates = 5,
                              .max_tokens = 5,
                              .max_kv_size = 320,
@@ -209,6 +210,11 @@ laya_status laya_session_create(const laya_model *m, laya_session_params p, laya
     *out = NULL;
     if (!m) return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "model is NULL");
     if (m->vocab_only) return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "model was loaded vocab-only");
+    if (p.abi != LAYA_ABI_VERSION)
+        return laya_err(err, errlen, LAYA_ERR_INVALID_ARG,
+                        "laya_session_params.abi is %u, this library's is %u: start from "
+                        "laya_session_default_params() and build against the laya.h of this library", p.abi,
+                        LAYA_ABI_VERSION);
     laya_status st = check_params(&p, err, errlen);
     if (st) return st;
     laya_session *s = laya_calloc(1, sizeof *s);
