@@ -610,7 +610,7 @@ static void test_sensitive(const laya_model *m) {
     unlink(lock);
 }
 
-static int has_text(const laya_candidate *c, int n, const char *t, int kind) {
+static int has_text(const laya_candidate *c, int n, const char *t, laya_kind kind) {
     for (int i = 0; i < n; i++)
         if (!strcmp(c[i].text, t) && c[i].kind == kind) return 1;
     return 0;

@@ -105,7 +105,13 @@ static inline uint16_t f32_to_bf16(float f) {
 #define LAYA_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define LAYA_MAX(a, b) ((a) > (b) ? (a) : (b))
 
-/* The library's clock: monotonic milliseconds (deadlines, step estimates, prefetch budgets). */
+/* The library's clock, monotonic: nanoseconds (the pool's thread timings) and milliseconds (deadlines, step
+ * estimates, prefetch budgets, profiling). */
+static inline int64_t laya_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 static inline double laya_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -36,12 +36,6 @@ typedef struct {
  * the caller reads anyway. */
 #define LP_TIMED(g) (((g) & 3) == 0)
 
-static inline int64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 struct lp_pool {
     /* the job, written by the caller, read by the workers: fn and arg, then job (gen << 16 | chunk count),
      * which publishes them */
@@ -114,7 +108,7 @@ static void run_chunk(lp_pool *p, int c, int nc, int tid, uint64_t g, int *cnt) 
     lp_fn fn = atomic_load_explicit(&p->fn, memory_order_relaxed);
     fn(atomic_load_explicit(&p->arg, memory_order_relaxed), c, nc, tid);
     ++*cnt;
-    if (tid && LP_TIMED(g)) atomic_store_explicit(&p->done[tid].ns, now_ns(), memory_order_relaxed);
+    if (tid && LP_TIMED(g)) atomic_store_explicit(&p->done[tid].ns, laya_now_ns(), memory_order_relaxed);
     if (tid) atomic_store_explicit(&p->done[tid].word, g << 16 | (uint64_t)*cnt, memory_order_release);
 }
 
@@ -244,7 +238,7 @@ void lp_run(lp_pool *p, lp_fn fn, void *arg, int n_chunks) {
     atomic_store_explicit(&p->fn, fn, memory_order_relaxed);
     atomic_store_explicit(&p->arg, arg, memory_order_relaxed);
     const uint64_t job = g << 16 | (uint64_t)n_chunks;
-    const int64_t c0 = LP_TIMED(g) ? now_ns() : 0; /* every thread's time counts from here */
+    const int64_t c0 = LP_TIMED(g) ? laya_now_ns() : 0; /* every thread's time counts from here */
     atomic_store(&p->job, job); /* seq_cst: publishes the job, and pairs with the sleepers check below (Dekker) */
     if (atomic_load(&p->sleepers) > 0) {
         pthread_mutex_lock(&p->mu);
@@ -252,9 +246,9 @@ void lp_run(lp_pool *p, lp_fn fn, void *arg, int n_chunks) {
         pthread_mutex_unlock(&p->mu);
     }
     const int mine = work(p, job, 0);
-    if (c0) p->last_ns[0] = now_ns() - c0, p->last_chunks[0] = mine;
+    if (c0) p->last_ns[0] = laya_now_ns() - c0, p->last_chunks[0] = mine;
 #ifdef LAYA_PROFILE
-    const int64_t t0 = p->prof ? now_ns() : 0;
+    const int64_t t0 = p->prof ? laya_now_ns() : 0;
 #endif
     /* Chunks still running elsewhere: wait, yielding if the runner seems descheduled. */
     for (int spins = 0, total = mine; total < n_chunks; spins++) {
@@ -266,7 +260,7 @@ void lp_run(lp_pool *p, lp_fn fn, void *arg, int n_chunks) {
         }
     }
 #ifdef LAYA_PROFILE
-    if (p->prof) p->wait_ns += now_ns() - t0;
+    if (p->prof) p->wait_ns += laya_now_ns() - t0;
 #endif
     p->last_timed = c0 != 0;
     if (c0)

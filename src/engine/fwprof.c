@@ -5,21 +5,15 @@
 #ifdef LAYA_PROFILE
 #include <time.h>
 
-static double prof_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 int fw_prof_on(const laya_context *c) { return c->prof; }
 
 void fw_prof_begin(laya_context *c) {
-    if (c->prof) c->prof_t = prof_now(), c->prof_n++;
+    if (c->prof) c->prof_t = laya_now_ms(), c->prof_n++;
 }
 
 void fw_prof_mark(laya_context *c, int ph) {
     if (!c->prof) return;
-    double t = prof_now();
+    double t = laya_now_ms();
     c->prof_ms[ph] += t - c->prof_t;
     c->prof_t = t;
 }
