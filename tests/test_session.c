@@ -530,7 +530,7 @@ static void test_no_alloc(const laya_model *m) {
     laya_model_free(m1);
 }
 
-static int has_text(const laya_candidate *c, int n, const char *t, int kind);
+static int has_text(const laya_candidate *c, int n, const char *t, laya_kind kind);
 
 static void test_sensitive(const laya_model *m) {
     char path[64];
