@@ -338,24 +338,30 @@ LAYA_API laya_status laya_convert(const char *model_dir, const char *out_path, c
 LAYA_API const char *laya_cpu_backend(void);
 
 /* ---------------------------------------------------------------------------------------------------
- * Typing sessions: the per-keystroke decision. One session per text field, on a shared model; a session
- * belongs to one thread at a time (laya_worker, below, runs one on a thread of its own). Sessions may be
- * created from any threads at once. The tables every session of a model needs (the known-word list of typo
- * decisions, the sorted token table of constrained decoding) are a laya_resources object: build it once
- * and pass it in params.resources to share it (and make sessions cheaper to create); a session without one
- * builds its own. The model must outlive its sessions.
- * All memory is allocated by laya_session_create (laya_worker_create): set_text, suggest, accept, submit
- * and poll never call the allocator (the user dictionary's file writes in accept are the one exception:
- * they allocate).
+ * Typing sessions: the per-keystroke decision. One session per text field, on a shared model.
+ * Threads: a session belongs to one thread at a time. Calls on one session must not overlap: two threads
+ * inside one session race, whatever the calls (const ones such as get_stats and candidates included). A
+ * program may hand a session from one thread to another between calls, with locking of its own. The one
+ * exception is laya_session_interrupt, which any thread may call at any time while the session exists.
+ * laya_worker (below) runs a session on a thread of its own and does this locking itself. Different
+ * sessions, of one model or of several, may be created and used on different threads at once.
+ * The tables every session of a model needs (the known-word list of typo decisions, the sorted token table
+ * of constrained decoding) are a laya_resources object: build it once and pass it in params.resources to
+ * share it (and make sessions cheaper to create); a session without one builds its own. The model, and the
+ * resources if given, must outlive the session.
+ * Memory: everything is allocated by laya_session_create (laya_worker_create): set_text, suggest,
+ * prefetch, candidates, submit and poll never call the allocator; the user dictionary's writes (accept,
+ * learn) are the one exception, and allocate. Every pointer a session or worker returns points into memory
+ * it owns; the caller frees nothing but the handle.
  *
  * On every change the caller passes the text before and after the cursor. The session normalizes it for
- * the model (switchable, see LAYA_NORM_*), tokenizes it, keeps the longest common token prefix already in
- * its KV cache, and the next decision computes only the new tokens (inside its deadline), so typing,
+ * the model (switchable, see LAYA_NORM_*) and tokenizes it; the next decision keeps the longest common token
+ * prefix already in its KV cache and computes only the new tokens (inside its deadline), so typing,
  * backspace, paste, a cursor jump or select-all-delete each cost only what changed. What was computed for
- * a token sequence (by this text, an earlier one or a prefetched guess) is found again by its tokens. The model's view ends before the word being typed, so typing
- * inside a word computes no new prompt token. Text before the cursor beyond params.max_text bytes (or a
- * prompt beyond max_kv_size tokens) is dropped from the front, in steps of half of it, so the cache
- * survives typing.
+ * a token sequence (by this text, an earlier one or a prefetched guess) is found again by its tokens. The
+ * model's view ends before the word being typed, so typing inside a word computes no new prompt token. Text
+ * before the cursor beyond params.max_text bytes (or a prompt beyond max_kv_size tokens) is dropped from the
+ * front, in steps of half of it, so the cache survives typing.
  *
  * Decisions (laya_session_suggest):
  *  - complete: the cursor ends a partial word. The tokens covering the partial word (and the space or
@@ -395,38 +401,53 @@ typedef enum laya_kind { LAYA_KIND_COMPLETE = 0, LAYA_KIND_NEXT = 1, LAYA_KIND_C
 #define LAYA_NORM_MODE_DEFAULT 0x80000000u /* text: all three; code and shell: no space folding */
 
 #define LAYA_MAX_CANDIDATES 16
-#define LAYA_CANDIDATE_MAX_BYTES 256 /* longest candidate text, bytes */
+#define LAYA_CANDIDATE_MAX_BYTES 256 /* longest candidate text, bytes, its NUL included */
 
+/* Session parameters, passed by value (see LAYA_ABI_VERSION): start from laya_session_default_params()
+ * and change the members you need. laya_session_create refuses a member out of the range given here with
+ * LAYA_ERR_INVALID_ARG. */
 typedef struct laya_session_params {
-    uint32_t abi;           /* LAYA_ABI_VERSION, set by laya_session_default_params; create refuses another */
+    uint32_t abi;           /* LAYA_ABI_VERSION, set by laya_session_default_params; create refuses another
+                               value with LAYA_ERR_INVALID_ARG (a program built against another laya.h) */
     laya_mode mode;         /* text, code or shell */
     int32_t n_candidates;   /* k, 1..LAYA_MAX_CANDIDATES (default 5) */
     int32_t max_tokens;     /* most tokens decoded per candidate, healed ones included (default 5), 1..32 */
-    int32_t max_kv_size;    /* positions per sequence slot (default 320) */
-    int32_t max_text;       /* bytes of text before the cursor the model sees (default 1024); the suffix
-                               after the cursor is cut to max_text / 4 */
+    int32_t max_kv_size;    /* positions per sequence slot (default 320), 16..65536 and more than
+                               max_tokens + 8 */
+    int32_t max_text;       /* bytes of text before the cursor the model sees (default 1024), 16..2^20; the
+                               suffix after the cursor is cut to max_text / 4 */
     double deadline_ms;     /* a decision (the prompt's new tokens included) returns what it has this long
                                after it started: a step that would not fit shrinks to the likeliest
-                               hypotheses that do; 0: no deadline. What a deadline costs in keystroke
-                               savings: docs/EVALUATION.md */
-    int32_t sensitive;      /* 1: never learn, never store, never log (passwords, PINs, private fields) */
-    uint32_t normalize;     /* LAYA_NORM_* bits, or LAYA_NORM_MODE_DEFAULT */
-    int32_t warmup;         /* 1 (default): run a decision at create so the first keystroke is not slower */
-    const laya_resources *resources; /* shared typing resources (laya_resources_create) of the same model, or
-                               NULL: the session builds its own */
+                               hypotheses that do; 0 (default): no deadline; not negative. What a deadline
+                               costs in keystroke savings: docs/EVALUATION.md */
+    int32_t sensitive;      /* 1: never learn, never store, never log (passwords, PINs, private fields): the
+                               user dictionary is not opened (user_dict is ignored), the document cache is
+                               off, and accept and learn write nothing */
+    uint32_t normalize;     /* LAYA_NORM_* bits (others are ignored), or LAYA_NORM_MODE_DEFAULT */
+    int32_t warmup;         /* 1 (default): decide two sample texts at create, so that the first keystroke is
+                               not slower; the session's text is then empty again and its stats zero */
+    const laya_resources *resources; /* shared typing resources (laya_resources_create) of the same model (else
+                               create fails with LAYA_ERR_INVALID_ARG), which must outlive the session; or
+                               NULL (default): the session builds its own */
     float min_prob;         /* candidates (and partial hypotheses) below this probability are dropped early,
-                               saving decode steps (default 0: keep all; the beam already stops hypotheses
-                               that cannot reach the k best, and a long word's first candidates are often
-                               rare, so a floor costs keystroke savings) */
+                               saving decode steps; 0 <= min_prob < 1 (default 0: keep all; the beam already
+                               stops hypotheses that cannot reach the k best, and a long word's first
+                               candidates are often rare, so a floor costs keystroke savings) */
     int32_t focused_output; /* 1: a constrained step after the first computes only the allowed tokens' logits
                                (laya_get_logits_subset: faster) and renormalizes over them; 0 (default): full
                                logits and the model's own probability (see prob below) */
     int32_t beam;           /* hypotheses kept per step (sequence slots), 1..LAYA_MAX_CANDIDATES; 0 (default):
                                max(n_candidates, 8). Wider finds more multi-token words, at a cost per step */
-    double prefetch_ms;     /* laya_worker: after each decision the worker spends up to this long deciding the
-                               likeliest next texts (laya_session_prefetch) until the next submit (default 40;
-                               0: off) */
-    const char *user_dict;  /* path of the user dictionary file (boosts, learning), or NULL; copied */
+    double prefetch_ms;     /* laya_worker only: after each decision the worker thread spends up to this long
+                               deciding the likeliest next texts (laya_session_prefetch) until the next submit,
+                               0..1e6 (default 40; 0: off). A session used directly ignores it */
+    const char *user_dict;  /* path of the user dictionary file (boosts, learning), or NULL (default); copied.
+                               Opened at create (PATH.lock is created beside it; the file itself is written at
+                               the first learn if it does not exist); a file that cannot be read or is
+                               malformed makes create fail (LAYA_ERR_IO, LAYA_ERR_FORMAT). Sessions and
+                               processes may share one file: each write locks PATH.lock and first reads what
+                               the others wrote, so nothing is lost; a session sees the others' words from
+                               its own next write on */
     int32_t doc_cache_bytes;/* text mode: the words of this many bytes of the text before the cursor (all of
                                it that set_text is given, not just max_text) are a cache model mixed with the
                                model's candidates, so that the names and words a document keeps using come up;
@@ -438,61 +459,124 @@ typedef struct laya_session_params {
                                they are (docs/PERFORMANCE-LOG.md) */
 } laya_session_params;
 
+/* One candidate. The session (or worker) owns it and its text; how long they stay valid is said by the
+ * call that returned them. */
 typedef struct laya_candidate {
     const char *text;       /* NUL-terminated UTF-8 to insert at the cursor after deleting `replace` chars */
-    int32_t text_len;       /* bytes */
+    int32_t text_len;       /* bytes, the NUL not counted (at most LAYA_CANDIDATE_MAX_BYTES - 1) */
     int32_t replace;        /* characters (code points; an invalid byte counts one) of the raw text before
-                               the cursor that text replaces */
+                               the cursor that text replaces (complete: the typed part of the word; next: 0;
+                               correct: the word as typed and what was typed after it) */
     int32_t replace_bytes;  /* the same, in bytes of the raw text */
     laya_kind kind;         /* complete, next or correct */
     float prob;             /* model probability (see above) */
     float confidence;       /* calibrated probability that this is what the user types */
 } laya_candidate;
 
+/* What the last calls on a session did (laya_session_get_stats), or on a worker the last decision it
+ * delivered (laya_worker_get_stats). The prompt's tokens are decoded by the decision (suggest), not by
+ * set_text, so the first three describe the last decision's prompt. */
 typedef struct laya_session_stats {
     int32_t n_prompt;       /* tokens of the model's view of the text */
-    int32_t n_reused;       /* of those, already in the KV cache at the last set_text */
-    int32_t n_computed;     /* prompt tokens decoded by the last set_text */
-    int32_t n_decoded;      /* candidate tokens decoded by the last decision */
-    int32_t n_steps;        /* decode calls of the last decision */
-    int32_t deadline_hit;   /* 1: the last decision stopped at its deadline (or was interrupted) */
-    int32_t truncated;      /* 1: the last text was longer than max_text and was cut */
-    double last_ms;         /* wall time of the last decision (set_text + suggest for a worker's submit) */
+    int32_t n_reused;       /* of those, already in the KV cache when the last decision began */
+    int32_t n_computed;     /* prompt tokens the last decision decoded (0: the prompt was already there) */
+    int32_t n_decoded;      /* candidate tokens decoded by the last decision (its search and corrections) */
+    int32_t n_steps;        /* decode calls of the last decision's search and corrections (the prompt's aside) */
+    int32_t deadline_hit;   /* 1: the last decision stopped at its deadline (or was interrupted); 0 again once
+                               laya_session_prefetch has finished it */
+    int32_t truncated;      /* 1: the last text was cut: before longer than max_text, after longer than
+                               max_text / 4, or the prompt longer than max_kv_size allows */
+    double last_ms;         /* wall time of the last suggest (of set_text + suggest for a worker's submit) */
 } laya_session_stats;
 
+/* The default session parameters: abi = LAYA_ABI_VERSION, text mode, n_candidates 5, max_tokens 5,
+ * max_kv_size 320, max_text 1024, no deadline, not sensitive, LAYA_NORM_MODE_DEFAULT, warmup 1, no shared
+ * resources, min_prob 0, focused_output 0, beam 0, prefetch_ms 40, no user dictionary, doc_cache_bytes 65536,
+ * LAYA_KV_F16. Any thread. */
 LAYA_API laya_session_params laya_session_default_params(void);
 
-/* Create a session on a loaded model (not vocab_only); the model must outlive it. On failure *out is
- * NULL and err holds a message. */
+/* Create a session on a loaded model (not vocab_only): its KV cache context (the model's n_threads), every
+ * buffer its calls use, its typing resources unless params.resources shares them, its user dictionary and
+ * document cache; then, with params.warmup, two sample decisions.
+ * Ownership: *out belongs to the caller, who frees it with laya_session_free. The model, and
+ * params.resources if not NULL, must outlive it. params.user_dict is copied.
+ * Errors: LAYA_ERR_INVALID_ARG (out or m NULL, a vocab_only model, params.abi not LAYA_ABI_VERSION, a member
+ * out of range, params.resources made from another model), LAYA_ERR_NOMEM, LAYA_ERR_IO and LAYA_ERR_FORMAT
+ * (the user dictionary), and any error of laya_context_create or of the warm-up decisions. On failure *out is
+ * NULL and err (if not NULL, errlen > 0) holds a message.
+ * Any thread; sessions may be created on several threads at once. */
 LAYA_API laya_status laya_session_create(const laya_model *m, laya_session_params params,
                                          laya_session **out, char *err, size_t errlen);
+/* Free a session: its context, buffers, own typing resources (not shared ones: params.resources stays the
+ * caller's) and user dictionary handle. NULL is a no-op. No other call on the session may run or follow,
+ * laya_session_interrupt included. A worker's session is freed by laya_worker_free. */
 LAYA_API void laya_session_free(laya_session *s);
+/* The message of the last call on this session that failed with one, or "" if none has. Never NULL
+ * ("session is NULL" for s NULL). Owned by the session: valid as long as it, and rewritten by the next call
+ * that fails. A call refused for a NULL handle or argument may fail without a message. Same thread rules as
+ * the session's other calls. */
 LAYA_API const char *laya_session_error(const laya_session *s);
 
-/* The text before and after the cursor (any bytes; invalid UTF-8 is read as U+FFFD). Longer texts are
+/* Set the text before and after the cursor (any bytes; invalid UTF-8 is read as U+FFFD). Longer texts are
  * cut (before: its start; after: its end) and stats.truncated set; never an error for size. after may be
- * NULL. Returns LAYA_ERR_CAPACITY only if the model itself fails to fit (cannot happen with the defaults). */
+ * NULL (with after_len 0). The text is copied (the caller's buffers are not kept), normalized and tokenized
+ * into the prompt, and the document cache is updated; nothing is decoded here (the next suggest decodes the
+ * prompt's new tokens). It also clears an interrupt (laya_session_interrupt), starts a new prefetch plan,
+ * drops the last decision's candidates (laya_session_candidates reports none until the next suggest), and
+ * takes in the context last given to laya_session_set_context.
+ * Errors: LAYA_ERR_INVALID_ARG (s NULL, before or after NULL with a nonzero length); a tokenizer failure
+ * otherwise (the buffers sized at create hold any text, so none is expected). */
 LAYA_API laya_status laya_session_set_text(laya_session *s, const char *before, size_t before_len,
                                            const char *after, size_t after_len);
 
 /* Extra context the model sees before the text: in shell mode the recent history lines (one command per
- * line, oldest first), in text mode e.g. a subject line. Copied; at most max_text bytes are kept (its end). */
+ * line, oldest first), in text mode e.g. a subject line. Copied; at most max_text bytes are kept (its end,
+ * cut at a character boundary); len 0 removes it. It takes effect at the next set_text, which builds the
+ * prompt. Errors: LAYA_ERR_INVALID_ARG (s NULL, text NULL with len > 0). */
 LAYA_API laya_status laya_session_set_context(laya_session *s, const char *text, size_t len);
 
-/* Decide for the current text. *out points to *n candidates (0..n_candidates), best first; they stay
- * valid until the next call on this session. */
+/* Decide for the current text: decode the prompt's new tokens, run the beam search and the correction of
+ * the word just finished, mix in the cache models, and rank. With params.deadline_ms the decision returns
+ * what it has at its deadline, and an interrupt (laya_session_interrupt) makes it return at its next decode
+ * step; both are LAYA_OK with stats.deadline_hit = 1 (and possibly fewer candidates, or none).
+ * *out points to *n candidates (0..n_candidates), best first, a correction first if there is one. The
+ * session owns them; they stay valid until the next call on this session other than laya_session_candidates
+ * (which returns the same array), get_stats, error and tail_bytes.
+ * Errors: LAYA_ERR_INVALID_ARG (s, out or n NULL); a decode failure of the session's context (message in
+ * laya_session_error). On error *out is NULL and *n 0. */
 LAYA_API laya_status laya_session_suggest(laya_session *s, const laya_candidate **out, int32_t *n);
 
-/* The user took candidate i of the last decision (laya_worker_accept: of the last poll): learned into
- * the user dictionary (unless sensitive). The caller then passes the new text with set_text as usual; a
- * synchronous session has already computed the prompt of the likely new text (the candidate in place, then
- * a space), so that keystroke costs no prompt tokens. */
+/* The user took candidate i of the last decision (the last suggest's candidates; call it before the next
+ * set_text). Unless the session is sensitive or has no user dictionary, the candidate's text is learned as
+ * laya_session_learn learns a text; if that fails, nothing else is done. Then the session makes the likely
+ * next text its own text (the candidate in place, then a space unless the candidate is a correction or
+ * already ends with one) and decodes its prompt, so that the keystroke that follows costs no prompt
+ * tokens: accept itself decodes. The caller then passes the real new text with set_text as usual (until
+ * then suggest would decide for that guess, and laya_session_candidates reports none).
+ * (laya_worker_accept is different: it takes an index of the last poll and only learns.)
+ * Errors: LAYA_ERR_INVALID_ARG (s NULL, i not an index of the last decision's candidates), the errors of
+ * laya_session_learn (a candidate with no word in it, only punctuation say, is refused with
+ * LAYA_ERR_INVALID_ARG when there is a dictionary), a decode failure of the session's context. */
 LAYA_API laya_status laya_session_accept(laya_session *s, int32_t i);
 
 /* The user typed text (a word or phrase, without help): learned into the user dictionary like an accepted
- * candidate (unless sensitive; a no-op without params.user_dict). The user's words that complete a typed
- * prefix are offered when the model does not offer them. Writes the dictionary file: not for the
- * keystroke path's latency budget (call it when a word is finished, or from another thread's queue). */
+ * candidate. A no-op returning LAYA_OK for a sensitive session, a session without params.user_dict, or len
+ * 0. The text is split at white space and punctuation around each word is trimmed; each distinct word's
+ * count goes up by one (and its last-used time is set), and a text of several words also learns the whole
+ * phrase (white space folded to one space) if it fits in 64 bytes. A new entry past the dictionary's
+ * capacity evicts the least used learned one. The user's words that complete a typed prefix are offered
+ * when the model does not offer them, from the next decision on.
+ * Every call writes the file: it takes the exclusive lock on PATH.lock (waiting while another session or
+ * process holds it), reads what others appended, appends this call's records in one write and fsyncs (now
+ * and then the file is compacted: written anew, fsynced and renamed over). A call's records apply together
+ * or not at all: on failure the in-memory dictionary is reloaded from the file, which holds the state before
+ * the call. So it is not for the keystroke path's latency budget: call it when a word is finished, on the
+ * session's thread like its other calls, or use laya_worker_learn, which runs it between decisions.
+ * Errors: LAYA_ERR_INVALID_ARG (s NULL, text NULL with len > 0; text not valid UTF-8, longer than 4096 bytes,
+ * with a control character other than tab, CR and LF, with a word longer than 64 bytes, or with no word at
+ * all), LAYA_ERR_IO (the file or its lock could not be opened, read, written, fsynced or renamed),
+ * LAYA_ERR_FORMAT (the file was found damaged), LAYA_ERR_CAPACITY (the dictionary is full and no entry may
+ * be evicted), LAYA_ERR_NOMEM. The message is in laya_session_error. */
 LAYA_API laya_status laya_session_learn(laya_session *s, const char *text, size_t len);
 
 /* Use idle time (the gap before the next keystroke) for the next keystroke's decision: decide, for up to
@@ -501,18 +585,29 @@ LAYA_API laya_status laya_session_learn(laya_session *s, const char *text, size_
  * (prompt tokens, every hypothesis's logits, typo decisions) stays in the session's caches, keyed by the
  * tokens, so when one of them comes, set_text + suggest is a lookup with no decode step; a text that was
  * not guessed costs what it costs without prefetch, and the candidates are the same either way. The
- * session's text and the last decision's candidates are kept (suggest and accept see what they saw).
- * If the current text was not decided yet, it is decided first. Returns at the first decode step past
- * the budget (one step: a few milliseconds with the default model); *n_done is how many guesses were
- * finished and *n_left how many are left (0: the plan is done; either may be NULL). Call it again to go
- * on with the same plan, e.g. in slices of 5 ms while no key comes; set_text starts a new one. Allocates
- * nothing. A laya_worker does this on its thread between submits (params.prefetch_ms). */
+ * session's text, the last decision's candidates and the stats are kept (suggest and accept see what they
+ * saw), but for one change: if the current text's decision was cut short by its deadline, or not made yet,
+ * it is made first, within budget_ms instead of the deadline (over as many calls as that takes), and once
+ * it is finished its full candidates replace the cut ones (laya_session_candidates then reports them
+ * complete; stats.deadline_hit becomes 0).
+ * Returns at the first decode step past the budget (so it may overrun budget_ms by one step), or at once
+ * when the session is interrupted; *n_done is how many guesses were finished and *n_left how many are left
+ * (0: the plan is done; either may be NULL). Call it again to go on with the same plan, e.g. in short
+ * slices while no key comes; set_text starts a new one. Allocates nothing. With budget_ms 0 it does
+ * nothing. A laya_worker does this on its thread between submits (params.prefetch_ms).
+ * Errors: LAYA_ERR_INVALID_ARG (s NULL, budget_ms negative, NaN or over 1e9); a decode failure of the
+ * session's context. */
 LAYA_API laya_status laya_session_prefetch(laya_session *s, double budget_ms, int32_t *n_done, int32_t *n_left);
 
-/* Replace the calibration map: n points (x[i] increasing, y[i] non-decreasing, all in [0, 1]), 2..64;
- * n == 0 restores the identity. Copied. */
+/* Replace the calibration map that turns prob into confidence: n points (x[i] increasing, y[i]
+ * non-decreasing, all in [0, 1]), 2..64; n == 0 restores the identity (not the model file's map, which
+ * create loads when the file has one). Copied. Applies to later decisions; candidates already returned keep
+ * their confidence. Errors: LAYA_ERR_INVALID_ARG (s NULL, n out of range, x or y NULL, a point out of order
+ * or out of [0, 1]); the old map is then kept. */
 LAYA_API laya_status laya_session_set_calibration(laya_session *s, const float *x, const float *y, int32_t n);
 
+/* Copy the session's stats (laya_session_stats) to *out; s NULL gives zeros, out NULL does nothing.
+ * prefetch's own work is not counted. Same thread rules as the session's other calls. */
 LAYA_API void laya_session_get_stats(const laya_session *s, laya_session_stats *out);
 
 /* Stop the decision running on this session (from any thread): it returns at its next decode step with what
@@ -520,34 +615,43 @@ LAYA_API void laya_session_get_stats(const laya_session *s, laya_session_stats *
  * laya_session_set_text (or set_text_tail), so suggest and prefetch called before then return at once, and an
  * interrupt that comes between two calls still stops the second. A session once interrupted decodes a long
  * prompt in smaller pieces from then on, so that later interrupts land sooner. In the spirit of
- * sqlite3_interrupt: the one session call that is safe while another thread is inside the session. */
+ * sqlite3_interrupt: the one session call that is safe while another thread is inside the session, from any
+ * thread at any time, as long as the session has not been freed (the caller makes sure of that). s NULL is
+ * a no-op. */
 LAYA_API void laya_session_interrupt(laya_session *s);
 
 /* For a caller that keeps only the end of a long text (a worker's copy of a submit): laya_session_set_text
  * with the text before the cursor given as its last tail_len bytes, of before_len bytes in all. tail_len is
- * all of it or at least laya_session_tail_bytes(s) (else LAYA_ERR_INVALID_ARG); the decision is the one
- * the whole text gives. */
+ * all of it or at least laya_session_tail_bytes(s); the decision is the one the whole text gives. Otherwise
+ * as laya_session_set_text. Errors: LAYA_ERR_INVALID_ARG (s NULL, tail or after NULL with a nonzero length,
+ * tail_len > before_len, or tail_len < before_len and < laya_session_tail_bytes(s)); as set_text's else. */
 LAYA_API laya_status laya_session_set_text_tail(laya_session *s, const char *tail, size_t tail_len,
                                                 size_t before_len, const char *after, size_t after_len);
 /* How many bytes of the end of the text before the cursor the session reads (max_text, or the document
- * cache's window and the word being typed when that is longer). Fixed at create. */
+ * cache's window and the word being typed when that is longer); 0 for s NULL. Fixed at create, so it may be
+ * read from any thread while the session exists. */
 LAYA_API size_t laya_session_tail_bytes(const laya_session *s);
 
-/* The candidates of the last decision on the current text (none after a set_text until the next suggest):
- * what suggest returned, or, where its deadline cut it short and a later laya_session_prefetch finished it,
- * the full candidates. *complete (may be NULL) is 1 when the decision ran to its end. Valid until the next
- * call on this session. How a worker delivers a decision a second time, refined. */
+/* The candidates of the last decision on the current text (none after a set_text or accept until the next
+ * suggest): what suggest returned, or, where its deadline cut it short and a later
+ * laya_session_prefetch finished it, the full candidates. *complete (may be NULL) is 1 when the decision ran
+ * to its end. Owned by the session; valid until the next call on this session other than this one,
+ * get_stats, error and tail_bytes. It decides nothing. How a worker delivers a decision a second time,
+ * refined. Errors: LAYA_ERR_INVALID_ARG (s, out or n NULL); with no candidates *n is 0 and LAYA_OK returned. */
 LAYA_API laya_status laya_session_candidates(const laya_session *s, const laya_candidate **out, int32_t *n,
                                              int *complete);
 
 /* ---------------------------------------------------------------------------------------------------
  * Typing resources: what the typing layer derives from a model once and every session of it shares (the
- * sorted table of token strings behind constrained decoding, the known-word list of typo decisions).
- * Immutable once built; any number of threads and sessions may use one at once. The model must outlive it,
- * and it must outlive the sessions made with it. */
-/* Build the typing resources of a loaded model (not vocab_only). On failure *out is NULL and err holds a
- * message. */
+ * token classes, the sorted table of token strings behind constrained decoding, the known-word list of typo
+ * decisions). Immutable once built; any number of threads and sessions may use one at once. The model must
+ * outlive it, and it must outlive the sessions (and workers) made with it. */
+/* Build the typing resources of a loaded model (not vocab_only), for sessions of any mode. Any thread.
+ * Ownership: *out belongs to the caller (laya_resources_free).
+ * Errors: LAYA_ERR_INVALID_ARG (out or m NULL, a vocab_only model), LAYA_ERR_NOMEM. On failure *out is NULL
+ * and err (if not NULL, errlen > 0) holds a message. */
 LAYA_API laya_status laya_resources_create(const laya_model *m, laya_resources **out, char *err, size_t errlen);
+/* Free typing resources; NULL is a no-op. Every session and worker given them must have been freed. */
 LAYA_API void laya_resources_free(laya_resources *r);
 
 /* ---------------------------------------------------------------------------------------------------
@@ -555,30 +659,71 @@ LAYA_API void laya_resources_free(laya_resources *r);
  * submit copies the text and returns at once, and the thread runs set_text + suggest. A newer submit
  * interrupts the pending decision (laya_session_interrupt: it returns early and its result is dropped).
  * The callback, if any, runs on the worker thread with the candidates (valid during the call only); poll
- * reports *ready = 1 with the result of the newest submit once it is done (valid until the next submit
- * or poll on this worker). Between decisions the thread spends up to params.prefetch_ms on
- * laya_session_prefetch; a decision its deadline cut short is finished in that idle time: then the
- * callback runs a second time for the same submit with the full candidates, and poll reports those from
- * then on (unless a newer submit came first). Every worker call may be made from any thread. */
+ * reports *ready = 1 with the result of the newest submit once it is done. Between decisions the thread
+ * spends up to params.prefetch_ms on laya_session_prefetch; a decision its deadline cut short is finished in
+ * that idle time: then the callback runs a second time for the same submit with the full candidates, and
+ * poll reports those from then on (unless a newer submit came first).
+ * Threads: submit, poll, cancel, get_stats and error may be called from any threads, at once. accept, learn
+ * and set_context may be called from any threads too: the worker runs them one at a time between its
+ * thread's decisions (they wait for a decision under way and stop a prefetch). laya_worker_free must
+ * not overlap any other call on the worker. The callback may call submit, poll, get_stats and error on its
+ * worker; cancel, accept, learn, set_context and free wait for the thread the callback runs on, so called
+ * from it they never return. */
 typedef struct laya_worker laya_worker;
+/* cands: n candidates (0..n_candidates), best first; owned by the worker, valid during the call only (copy
+ * what is kept). user: as given to laya_worker_submit. Runs on the worker thread; keep it short: the next
+ * decision waits for it. */
 typedef void (*laya_suggest_cb)(void *user, const laya_candidate *cands, int32_t n);
 
-/* Create a session as laya_session_create does and a thread that owns it. */
+/* Create a session as laya_session_create does (same params, same errors) and a thread that owns it.
+ * Ownership: *out belongs to the caller (laya_worker_free); the model and params.resources must outlive it.
+ * Errors: those of laya_session_create, and LAYA_ERR_NOMEM (also when the thread cannot be started). On
+ * failure *out is NULL and err holds a message. Any thread. */
 LAYA_API laya_status laya_worker_create(const laya_model *m, laya_session_params params, laya_worker **out,
                                         char *err, size_t errlen);
-/* Stop the thread (interrupting what it runs) and free the session. NULL is a no-op. */
+/* Stop the thread and free the session. A submit the thread has not taken yet is dropped; a decision under
+ * way is interrupted, and its callback may still run, with what it had, before free returns. Blocks until
+ * the thread has ended (a callback under way returns first). Not from the callback. NULL is a no-op. */
 LAYA_API void laya_worker_free(laya_worker *w);
+/* Hand the worker a new text (as laya_session_set_text takes it) and return at once: the last
+ * laya_session_tail_bytes bytes of before and the first max_text / 4 + 4 bytes of after are copied (the
+ * caller's buffers are free again on return), and any decision or prefetch under way is interrupted.
+ * cb (may be NULL) and user replace those of earlier submits: cb is called for this submit's decision, not
+ * if a newer submit came before it was done, nor if it failed. Allocates nothing; never waits for the
+ * thread. Errors: LAYA_ERR_INVALID_ARG (w NULL, before or after NULL with a nonzero length). A decision
+ * that fails on the thread is reported by poll (ready, no candidates) and laya_worker_error. */
 LAYA_API laya_status laya_worker_submit(laya_worker *w, const char *before, size_t before_len, const char *after,
                                         size_t after_len, laya_suggest_cb cb, void *user);
+/* Never blocks (beyond a short lock). *ready = 1 once the newest submit's decision is done (its refined
+ * candidates once the idle time has finished it), else 0 (a newer submit pending, none yet, or after
+ * cancel). With ready, *out and *n are a copy of that result, owned by the worker: valid until the next
+ * poll that reports ready on this worker (from any thread) or laya_worker_free; they stay the same when a
+ * later submit comes. Poll from one thread, or keep polls and the reading of their result from overlapping.
+ * A failed decision is reported as ready with *n = 0 (the message in laya_worker_error).
+ * Errors: LAYA_ERR_INVALID_ARG (any argument NULL). */
 LAYA_API laya_status laya_worker_poll(laya_worker *w, int *ready, const laya_candidate **out, int32_t *n);
-/* Interrupt the pending decision and wait until the thread is idle. */
+/* Drop the pending submit (its callback is not called, and poll reports ready = 0 until the next submit),
+ * interrupt what the thread runs and wait until the thread is idle. Not from the callback. NULL: no-op. */
 LAYA_API void laya_worker_cancel(laya_worker *w);
-/* The session calls that change what it knows, run between decisions (each interrupts prefetch and waits
- * for the thread to be idle): accept refers to the candidates of the last poll. */
+/* The session calls that change what it knows, run on the caller's thread between decisions: each stops a
+ * prefetch under way, waits for a decision (and its callback) under way to end, and holds the next one until
+ * it returns; concurrent calls of these three wait for one another. Not from the callback. */
+/* The user took candidate i of the last poll that reported ready: its text is learned as
+ * laya_worker_learn learns it (the worker's thread keeps its own caches warm: no prompt is decoded here).
+ * Errors: LAYA_ERR_INVALID_ARG (w NULL, i not an index of that poll's candidates), else as laya_worker_learn. */
 LAYA_API laya_status laya_worker_accept(laya_worker *w, int32_t i);
+/* laya_session_learn on the worker's session: same effects and errors (the message in laya_worker_error);
+ * it blocks for the file write. */
 LAYA_API laya_status laya_worker_learn(laya_worker *w, const char *text, size_t len);
+/* laya_session_set_context on the worker's session: used from the next submit's decision on. Errors:
+ * LAYA_ERR_INVALID_ARG (w NULL, text NULL with len > 0). */
 LAYA_API laya_status laya_worker_set_context(laya_worker *w, const char *text, size_t len);
+/* The stats of the last decision the worker delivered for its newest submit at the time (last_ms: set_text
+ * + suggest); prefetch is not counted. w NULL gives zeros, out NULL does nothing. Any thread. */
 LAYA_API void laya_worker_get_stats(const laya_worker *w, laya_session_stats *out);
+/* The message of the worker's last failure (a refused submit or accept, a failed learn or decision), or
+ * "". Never NULL ("worker is NULL" for w NULL). Owned by the worker, valid as long as it; another failing
+ * call (or the thread's failing decision) may rewrite it meanwhile, so read it soon after the failure. */
 LAYA_API const char *laya_worker_error(const laya_worker *w);
 
 #ifdef __cplusplus

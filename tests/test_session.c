@@ -862,6 +862,65 @@ static void test_worker_newer(const laya_model *m) {
     laya_session_free(ref);
 }
 
+/* learn and set_context from several threads at once, while decisions run: the worker takes them one at a
+ * time, and every word reaches the dictionary. */
+typedef struct wl_arg {
+    laya_worker *w;
+    int id, fails;
+} wl_arg;
+static void *wl_thread(void *arg) {
+    wl_arg *a = arg;
+    char word[32];
+    for (int i = 0; i < 20; i++) {
+        snprintf(word, sizeof word, "zq%cword%c", 'a' + a->id, 'a' + i);
+        a->fails += laya_worker_learn(a->w, word, strlen(word)) != LAYA_OK;
+        a->fails += laya_worker_set_context(a->w, word, strlen(word)) != LAYA_OK;
+    }
+    return NULL;
+}
+static void test_worker_threads(const laya_model *m) {
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/laya_test_wl_%d", (int)getpid());
+    unlink(path);
+    laya_session_params p = laya_session_default_params();
+    p.user_dict = path;
+    p.warmup = 0;
+    laya_worker *w = NULL;
+    CHECK(laya_worker_create(m, p, &w, NULL, 0) == LAYA_OK && w, "worker create");
+    if (!w) return;
+    wl_arg args[3];
+    pthread_t th[3];
+    for (int t = 0; t < 3; t++) {
+        args[t] = (wl_arg){w, t, 0};
+        pthread_create(&th[t], NULL, wl_thread, &args[t]);
+    }
+    for (int i = 0; i < 30; i++) {
+        laya_worker_submit(w, "the GNU Gen", 11, NULL, 0, NULL, NULL);
+        usleep(200);
+    }
+    for (int t = 0; t < 3; t++) {
+        pthread_join(th[t], NULL);
+        CHECK(args[t].fails == 0, "thread %d: %d calls failed", t, args[t].fails);
+    }
+    laya_worker_free(w);
+    ud_dict *d = NULL;
+    ud_params up = ud_default_params();
+    CHECK(ud_open(path, &up, &d, NULL, 0) == LAYA_OK && d, "reopen the dictionary");
+    int found = 0;
+    char word[32];
+    for (int t = 0; d && t < 3; t++)
+        for (int i = 0; i < 20; i++) {
+            snprintf(word, sizeof word, "zq%cword%c", 'a' + t, 'a' + i);
+            found += d && ud_lookup(d, word, strlen(word)) != NULL;
+        }
+    CHECK(found == 60, "%d of 60 words learned from three threads", found);
+    ud_free(d);
+    unlink(path);
+    char lock[80];
+    snprintf(lock, sizeof lock, "%s.lock", path);
+    unlink(lock);
+}
+
 /* A decision the deadline cut short is finished in the worker's idle time and delivered again: the second
  * callback carries what a session without a deadline gives, and poll reports it. */
 static _Atomic int rf_calls; /* written by the worker, read here: the texts are published by the count */
@@ -1084,6 +1143,7 @@ int main(void) {
     test_async_refined(llama);
     test_interrupt(llama);
     test_worker_newer(llama);
+    test_worker_threads(llama);
     test_prefetch_after_cut(llama);
     test_prefetch(llama);
     test_cli();

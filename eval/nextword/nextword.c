@@ -249,6 +249,89 @@ static char *read_file(const char *path, size_t *n) {
     return b;
 }
 
+typedef struct tally {
+    long words, top1, top3, ci1, ci3;
+} tally;
+
+/* The first word start inside token j (of the window at base), if any: predicted from the logits after
+ * token j - 1 and compared with the word that follows. */
+static void word_at_token(ev *e, tally *t, const char *doc, size_t dl, const size_t *tstart, size_t nt, size_t j,
+                          size_t base, const float *winlp) {
+    cand cands[NCAND];
+    size_t s = tstart[j], end = j + 1 < nt ? tstart[j + 1] : dl;
+    /* first word start inside token j */
+    for (size_t p = s; p < end; p++) {
+        uint32_t c, pc = 0;
+        int l = cp_at((const unsigned char *)doc + p, dl - p, &c);
+        if (!l) break;
+        if (p > 0) {
+            size_t q = p - 1;
+            while (q > 0 && ((unsigned char)doc[q] & 0xC0) == 0x80) q--;
+            cp_at((const unsigned char *)doc + q, dl - q, &pc);
+        }
+        int start = is_word(c) && (is_cjk(c) || p == 0 || !is_word(pc) || is_cjk(pc));
+        if (!start) continue;
+        size_t wl = (size_t)l;
+        if (!is_cjk(c)) {
+            uint32_t c2;
+            int l2;
+            while (p + wl < dl && (l2 = cp_at((const unsigned char *)doc + p + wl, dl - p - wl, &c2)) &&
+                   is_word(c2) && !is_cjk(c2))
+                wl += (size_t)l2;
+        }
+        if (j == 0 || j - base == 0 || p - s > 32) break;
+        int nc = predict(e, (int)(j - base), winlp + (j - 1 - base) * e->nv, doc + s, p - s, cands);
+        t->words++;
+        for (int k = 0; k < nc && k < 3; k++)
+            if (cands[k].len == wl && !memcmp(cands[k].w, doc + p, wl)) {
+                if (k == 0) t->top1++;
+                t->top3++;
+                break;
+            }
+        for (int k = 0; k < nc && k < 3; k++)
+            if (cands[k].len == wl && !strncasecmp(cands[k].w, doc + p, wl)) {
+                if (k == 0) t->ci1++;
+                t->ci3++;
+                break;
+            }
+        break; /* one word start per token: a later one inside the token cannot be healed */
+    }
+}
+
+/* Load the model, make the context (one window plus MAXW beam rows) and the boundary table. */
+static int ev_open(ev *e, const char *model, int beam) {
+    char err[LAYA_ERR_MSG_MAX];
+    laya_model_params mp = laya_model_default_params();
+    mp.n_threads = 2;
+    if (laya_model_load(model, mp, &e->m, err, sizeof err)) {
+        fprintf(stderr, "nextword: %s\n", err);
+        return 1;
+    }
+    e->nv = laya_n_vocab(e->m);
+    e->beam = beam;
+    laya_context_params cp = laya_context_default_params();
+    cp.n_seq = 1 + MAXW;
+    cp.max_kv_size = WIN + DEPTH + 2;
+    cp.max_batch = WIN;
+    cp.max_logits = WIN;
+    if (laya_context_create(e->m, cp, &e->c, err, sizeof err)) {
+        fprintf(stderr, "nextword: %s\n", err);
+        return 1;
+    }
+    e->lp = malloc(sizeof(float) * (size_t)e->nv);
+    e->rowlp = malloc(sizeof(float) * (size_t)e->nv * MAXW);
+    e->boundary = calloc((size_t)e->nv, 1);
+    for (int t = 0; t < e->nv; t++) {
+        size_t pl;
+        const char *p = laya_token_piece(e->m, t, &pl);
+        uint32_t c;
+        if (!p || !pl) continue;
+        int l = cp_at((const unsigned char *)p, pl, &c);
+        e->boundary[t] = l && (!is_word(c) || is_cjk(c));
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *model = "models/laya-typing-q8_0.gguf", *text = NULL, *kind = "prose";
     long max_words = 1L << 40;
@@ -274,37 +357,9 @@ int main(int argc, char **argv) {
         perror(text);
         return 1;
     }
-    char err[LAYA_ERR_MSG_MAX];
-    laya_model_params mp = laya_model_default_params();
-    mp.n_threads = 2;
     ev e = {0};
-    if (laya_model_load(model, mp, &e.m, err, sizeof err)) {
-        fprintf(stderr, "nextword: %s\n", err);
-        return 1;
-    }
-    e.nv = laya_n_vocab(e.m);
-    e.beam = beam;
-    laya_context_params cp = laya_context_default_params();
-    cp.n_seq = 1 + MAXW;
-    cp.max_kv_size = WIN + DEPTH + 2;
-    cp.max_batch = WIN;
-    cp.max_logits = WIN;
-    if (laya_context_create(e.m, cp, &e.c, err, sizeof err)) {
-        fprintf(stderr, "nextword: %s\n", err);
-        return 1;
-    }
-    e.lp = malloc(sizeof(float) * (size_t)e.nv);
+    if (ev_open(&e, model, beam)) return 1;
     float *winlp = malloc(sizeof(float) * (size_t)e.nv * WIN); /* log-probs after each window position */
-    e.rowlp = malloc(sizeof(float) * (size_t)e.nv * MAXW);
-    e.boundary = calloc((size_t)e.nv, 1);
-    for (int t = 0; t < e.nv; t++) {
-        size_t pl;
-        const char *p = laya_token_piece(e.m, t, &pl);
-        uint32_t c;
-        if (!p || !pl) continue;
-        int l = cp_at((const unsigned char *)p, pl, &c);
-        e.boundary[t] = l && (!is_word(c) || is_cjk(c));
-    }
     /* document prefix tokens */
     char pre[64];
     snprintf(pre, sizeof pre, "<|endoftext|><|%s|>", kind);
@@ -318,12 +373,12 @@ int main(int argc, char **argv) {
     int8_t *want = malloc(WIN);
     int32_t *seq0 = calloc(WIN, sizeof(int32_t));
     memset(want, 1, WIN);
-    long words = 0, top1 = 0, top3 = 0, ci1 = 0, ci3 = 0, scored = 0;
+    tally tl = {0}, *t = &tl;
+    long scored = 0;
     double bits = 0, bytes = 0;
-    cand cands[NCAND];
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (size_t d0 = 0; d0 < n && words < max_words;) {
+    for (size_t d0 = 0; d0 < n && t->words < max_words;) {
         size_t d1 = d0;
         while (d1 < n && buf[d1] != 0x1e) d1++;
         const char *doc = buf + d0;
@@ -365,47 +420,8 @@ int main(int argc, char **argv) {
                 scored++;
             }
             /* word starts whose covering token begins in [from, to) */
-            for (size_t j = from > npre ? from : npre; j < to && words < max_words; j++) {
-                size_t s = tstart[j], end = j + 1 < nt ? tstart[j + 1] : dl;
-                /* first word start inside token j */
-                for (size_t p = s; p < end; p++) {
-                    uint32_t c, pc = 0;
-                    int l = cp_at((const unsigned char *)doc + p, dl - p, &c);
-                    if (!l) break;
-                    if (p > 0) {
-                        size_t q = p - 1;
-                        while (q > 0 && ((unsigned char)doc[q] & 0xC0) == 0x80) q--;
-                        cp_at((const unsigned char *)doc + q, dl - q, &pc);
-                    }
-                    int start = is_word(c) && (is_cjk(c) || p == 0 || !is_word(pc) || is_cjk(pc));
-                    if (!start) continue;
-                    size_t wl = (size_t)l;
-                    if (!is_cjk(c)) {
-                        uint32_t c2;
-                        int l2;
-                        while (p + wl < dl && (l2 = cp_at((const unsigned char *)doc + p + wl, dl - p - wl, &c2)) &&
-                               is_word(c2) && !is_cjk(c2))
-                            wl += (size_t)l2;
-                    }
-                    if (j == 0 || j - base == 0 || p - s > 32) break;
-                    int nc = predict(&e, (int)(j - base), winlp + (j - 1 - base) * e.nv, doc + s, p - s, cands);
-                    words++;
-                    for (int k = 0; k < nc && k < 3; k++)
-                        if (cands[k].len == wl && !memcmp(cands[k].w, doc + p, wl)) {
-                            if (k == 0) top1++;
-                            top3++;
-                            break;
-                        }
-                    for (int k = 0; k < nc && k < 3; k++)
-                        if (cands[k].len == wl && !strncasecmp(cands[k].w, doc + p, wl)) {
-                            if (k == 0) ci1++;
-                            ci3++;
-                            break;
-                        }
-                    break; /* one word start per token: a later one inside the token cannot be healed */
-                }
-                (void)end;
-            }
+            for (size_t j = from > npre ? from : npre; j < to && t->words < max_words; j++)
+                word_at_token(&e, t, doc, dl, tstart, nt, j, base, winlp);
             if (base + wn >= nt) break;
         }
     }
@@ -413,8 +429,8 @@ int main(int argc, char **argv) {
     double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
     printf("{\"kind\":\"%s\",\"words\":%ld,\"next_word_top1\":%.4f,\"next_word_top3\":%.4f,"
            "\"top1_any_case\":%.4f,\"top3_any_case\":%.4f,\"tokens\":%ld,\"bits_per_byte\":%.4f,\"seconds\":%.1f}\n",
-           kind, words, words ? (double)top1 / words : 0, words ? (double)top3 / words : 0,
-           words ? (double)ci1 / words : 0, words ? (double)ci3 / words : 0, scored,
+           kind, t->words, t->words ? (double)t->top1 / t->words : 0, t->words ? (double)t->top3 / t->words : 0,
+           t->words ? (double)t->ci1 / t->words : 0, t->words ? (double)t->ci3 / t->words : 0, scored,
            bytes > 0 ? bits / bytes : 0, secs);
     laya_context_free(e.c);
     laya_model_free(e.m);

@@ -1,7 +1,7 @@
 /* annotate.c — laya_annotate_file: copies a GGUF model file with Laya's typing metadata added or replaced:
  * the known-word list for typo decisions (laya.words, laya.word_counts, in byte order) and the confidence
  * map (laya.calibration.prob, laya.calibration.hit). Tensors and every other entry are copied verbatim.
- * Not here: reading them back (session.c), fitting the map (laya eval --fit-calibration). */
+ * Not here: reading them back (resources.c: the words; session.c: the map), fitting the map (laya eval --fit-calibration). */
 #include <stdio.h>
 #include <stdlib.h>
 

@@ -24,6 +24,7 @@ typedef struct cand_copy {
  * calls (get_stats, error) can lock it. */
 typedef struct wsync {
     pthread_mutex_t mu;
+    pthread_mutex_t hold_mu;     /* one holder at a time: accept, learn and set_context from several threads */
     pthread_cond_t cv, idle_cv;  /* cv: a job, a hold released or stop; idle_cv: the thread went idle */
     uint64_t sub_gen;            /* the newest submit (or cancel) */
     uint64_t run_gen, done_gen;  /* the submit the thread took last; whose result res holds */
@@ -178,6 +179,7 @@ void laya_worker_free(laya_worker *w) {
     }
     if (y) {
         pthread_mutex_destroy(&y->mu);
+        pthread_mutex_destroy(&y->hold_mu);
         pthread_cond_destroy(&y->cv);
         pthread_cond_destroy(&y->idle_cv);
         laya_free(y->a_before);
@@ -218,6 +220,7 @@ laya_status laya_worker_create(const laya_model *m, laya_session_params params, 
         return laya_err(err, errlen, LAYA_ERR_NOMEM, "out of memory creating a worker");
     }
     pthread_mutex_init(&y->mu, NULL);
+    pthread_mutex_init(&y->hold_mu, NULL);
     pthread_cond_init(&y->cv, NULL);
     pthread_cond_init(&y->idle_cv, NULL);
     /* decisions on this session are interrupted: have it check often (the flag clears at the first text) */
@@ -292,6 +295,7 @@ void laya_worker_cancel(laya_worker *w) {
  * under way finishes first, and no new one starts until hold_end. */
 static void hold_begin(laya_worker *w) {
     wsync *y = w->y;
+    pthread_mutex_lock(&y->hold_mu);
     pthread_mutex_lock(&y->mu);
     y->hold++;
     if (y->prefetching) {
@@ -308,6 +312,7 @@ static void hold_end(laya_worker *w) {
     y->hold--;
     pthread_cond_broadcast(&y->cv);
     pthread_mutex_unlock(&y->mu);
+    pthread_mutex_unlock(&y->hold_mu);
 }
 
 laya_status laya_worker_accept(laya_worker *w, int32_t i) {
