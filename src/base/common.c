@@ -98,6 +98,13 @@ void laya_log(laya_log_level level, const char *fmt, ...) {
     pthread_mutex_unlock(&g_log_mu);
 }
 
+laya_status laya_check_abi(uint32_t abi, const char *what, char *err, size_t errlen) {
+    if (abi == LAYA_ABI_VERSION) return LAYA_OK;
+    return laya_err(err, errlen, LAYA_ERR_INVALID_ARG,
+                    "laya_%s_params.abi is %u, this library's is %u: start from laya_%s_default_params() and build "
+                    "against the laya.h of this library", what, abi, LAYA_ABI_VERSION, what);
+}
+
 laya_status laya_err(char *buf, size_t cap, laya_status st, const char *fmt, ...) {
     if (buf && cap) {
         va_list ap;

@@ -36,6 +36,10 @@ laya_status laya_map_file(const char *path, void **map, size_t *len, char *err, 
  * keystroke path (it takes a lock and formats). */
 void laya_log(laya_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* LAYA_ERR_INVALID_ARG with a message naming laya_<what>_default_params when a params struct's abi is not
+ * this library's (a program built against another laya.h, or a struct not started from the defaults). */
+laya_status laya_check_abi(uint32_t abi, const char *what, char *err, size_t errlen);
+
 /* Write a formatted message into buf (cap bytes, may be 0/NULL) and return st. */
 laya_status laya_err(char *buf, size_t cap, laya_status st, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

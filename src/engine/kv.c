@@ -40,11 +40,8 @@ laya_status laya_context_create(const laya_model *m, laya_context_params p, laya
     *out = NULL;
     if (!m) return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "model is NULL");
     if (m->vocab_only) return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "model was loaded vocab-only");
-    if (p.abi != LAYA_ABI_VERSION)
-        return laya_err(err, errlen, LAYA_ERR_INVALID_ARG,
-                        "laya_context_params.abi is %u, this library's is %u: start from "
-                        "laya_context_default_params() and build against the laya.h of this library", p.abi,
-                        LAYA_ABI_VERSION);
+    laya_status st_abi = laya_check_abi(p.abi, "context", err, errlen);
+    if (st_abi) return st_abi;
     if (p.n_seq < 1 || p.n_seq > 4096 || p.max_kv_size < 1 || p.max_kv_size > (1 << 20) || p.max_batch < 1 ||
         p.max_batch > (1 << 16) || p.max_logits < 1 || p.max_logits > p.max_batch ||
         (p.kv_type != LAYA_KV_F32 && p.kv_type != LAYA_KV_F16))

@@ -553,10 +553,8 @@ laya_status laya_model_load(const char *path, laya_model_params params, laya_mod
     if (!out) return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "out is NULL");
     *out = NULL;
     if (!path) return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "path is NULL");
-    if (params.abi != LAYA_ABI_VERSION)
-        return laya_err(err, errlen, LAYA_ERR_INVALID_ARG,
-                        "laya_model_params.abi is %u, this library's is %u: start from laya_model_default_params() "
-                        "and build against the laya.h of this library", params.abi, LAYA_ABI_VERSION);
+    laya_status st_abi = laya_check_abi(params.abi, "model", err, errlen);
+    if (st_abi) return st_abi;
     if (err && errlen) err[0] = 0;
     laya_model *m = laya_calloc(1, sizeof *m);
     if (!m) return laya_err(err, errlen, LAYA_ERR_NOMEM, "out of memory");

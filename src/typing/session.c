@@ -210,11 +210,8 @@ laya_status laya_session_create(const laya_model *m, laya_session_params p, laya
     *out = NULL;
     if (!m) return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "model is NULL");
     if (m->vocab_only) return laya_err(err, errlen, LAYA_ERR_INVALID_ARG, "model was loaded vocab-only");
-    if (p.abi != LAYA_ABI_VERSION)
-        return laya_err(err, errlen, LAYA_ERR_INVALID_ARG,
-                        "laya_session_params.abi is %u, this library's is %u: start from "
-                        "laya_session_default_params() and build against the laya.h of this library", p.abi,
-                        LAYA_ABI_VERSION);
+    laya_status st_abi = laya_check_abi(p.abi, "session", err, errlen);
+    if (st_abi) return st_abi;
     laya_status st = check_params(&p, err, errlen);
     if (st) return st;
     laya_session *s = laya_calloc(1, sizeof *s);
