@@ -3,7 +3,11 @@
 #include "engine/context.h"
 
 #ifdef LAYA_PROFILE
-#include <time.h>
+
+const char *const fw_prof_names[FP_N] = {
+    "q/k/v matmuls", "attention (with RoPE, KV writes)", "attn output matmul", "gate/up matmuls (with SiLU)",
+    "down matmul",   "output layer",                     "rest (embed, norms, residuals)",
+    "sync wait (inside the above)"};
 
 int fw_prof_on(const laya_context *c) { return c->prof; }
 

@@ -17,12 +17,9 @@ enum {
     FP_SYNC,   /* waiting for other threads at the end of pool jobs (inside the phases above) */
     FP_N
 };
-static const char *const fw_prof_names[FP_N] = {
-    "q/k/v matmuls", "attention (with RoPE, KV writes)", "attn output matmul", "gate/up matmuls (with SiLU)",
-    "down matmul",   "output layer",                     "rest (embed, norms, residuals)",
-    "sync wait (inside the above)"};
 
 #ifdef LAYA_PROFILE
+extern const char *const fw_prof_names[FP_N]; /* the phases' names, for the table */
 /* On: each phase of the forward pass adds its wall time, and the pool the time the calling thread waits
  * for other threads' chunks at the end of each job. Enabling (or disabling) resets the sums. */
 void fw_profile_enable(laya_context *c, int on);
